@@ -1,0 +1,93 @@
+"""Simple scripted policies: masked random, FIFO first-fit with requested GPU counts, shortest-job-first.
+
+* ``random``: a uniformly random legal action (seeded).
+* ``fifo``: the "opportunistic" baseline of the Frenzy paper: jobs in arrival order, each on its requested GPU
+  count (the trace's ``num_gpus``; jobs without a request use their smallest feasible count), on the first
+  GPU type (largest memory first) where that plan is legal now. When the head cannot start, later jobs may
+  (first-fit), because the paper's opportunistic scheduler takes whatever fits.
+* ``sjf``: an oracle: it knows each job's true work, and starts the job with the shortest predicted run time
+  on its fastest legal plan first. It is reported, never a target.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from baselines.base import ScriptedPolicy
+
+
+class RandomPolicy(ScriptedPolicy):
+    """Uniformly random among the legal actions (including wait)."""
+
+    name = "random"
+
+    def __init__(self, env: Any, seed: int = 0) -> None:
+        super().__init__(env)
+        self._rng = np.random.default_rng(seed)
+
+    def act(self, mask: np.ndarray) -> int:
+        legal = np.flatnonzero(mask)
+        return int(self._rng.choice(legal)) if legal.size else 0
+
+
+class FifoPolicy(ScriptedPolicy):
+    """First-fit in arrival order with the requested GPU count."""
+
+    name = "fifo"
+
+    def act(self, mask: np.ndarray) -> int:
+        env = self.env
+        for job in env.visible_queue:
+            job = int(job)
+            for plan in self.requested_plans(job):
+                action = env.start_action(job, plan)
+                if action is not None and mask[action]:
+                    return action
+        return 0
+
+    def requested_plans(self, job: int) -> np.ndarray:
+        """Plan slots with the job's requested count (or its smallest available count), by GPU type order."""
+        sim = self.sim
+        avail = sim.available_plans(np.array([job]))[0]
+        want = sim.jobs[job].requested_gpus
+        counts = sim.plan_count
+        if want:
+            # the largest plan count not above the request (requests need not be powers of two)
+            levels = sim.plan_counts_levels
+            target = int(levels[levels <= want].max()) if (levels <= want).any() else int(levels[0])
+            plans = np.flatnonzero(avail & (counts == target))
+            if plans.size:
+                return plans
+        cand = np.flatnonzero(avail)
+        if cand.size == 0:
+            return cand
+        smallest = counts[cand].min()
+        return cand[counts[cand] == smallest]
+
+
+class SjfPolicy(ScriptedPolicy):
+    """Oracle shortest-job-first on true remaining work, each job on its fastest legal plan."""
+
+    name = "sjf"
+    oracle = True
+
+    def act(self, mask: np.ndarray) -> int:
+        env, sim = self.env, self.sim
+        qv = env.visible_queue
+        if len(qv) == 0:
+            return 0
+        p = sim.num_plans
+        legal = mask[1 : 1 + len(qv) * p].reshape(len(qv), p)
+        if not legal.any():
+            return 0
+        rem = sim.work[qv] - sim.done_iters[qv]
+        times = np.where(legal, rem[:, None] * sim.iter_time[qv], np.inf)  # (Q, P) seconds
+        # shortest job by its best plan over all plans (not only the legal ones): if it cannot start now
+        # on a legal plan, take its fastest legal one
+        order = np.argsort(np.where(sim.available_plans(qv), rem[:, None] * sim.iter_time[qv], np.inf).min(1))
+        for k in order:
+            if np.isfinite(times[k]).any():
+                return env.start_action(int(qv[k]), int(np.argmin(times[k])))
+        return 0

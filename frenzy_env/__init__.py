@@ -1,0 +1,24 @@
+"""frenzy-env: a Gymnasium environment of a heterogeneous GPU cluster for LLM training jobs.
+
+``import frenzy_env`` registers the environment ids (``frenzy/HeteroCluster-v0`` and one per preset).
+"""
+
+from __future__ import annotations
+
+from frenzy_env.cluster import GPU_TYPES, ClusterSpec, ClusterState, GPUType, get_gpu_type
+from frenzy_env.env import ENV_PRESETS, FrenzyEnv, register_envs
+from frenzy_env.errors import ConfigError, FrenzyError, TraceFormatError, UnknownNameError
+from frenzy_env.memory import estimate_memory, plan_resources
+from frenzy_env.models import ModelSpec, get_model
+from frenzy_env.simulator import ClusterSimulator, SimConfig
+from frenzy_env.workload import JobSpec, Workload
+
+__version__ = "0.1.0"
+
+register_envs()
+
+__all__ = [
+    "GPU_TYPES", "ClusterSpec", "ClusterState", "GPUType", "get_gpu_type", "ENV_PRESETS", "FrenzyEnv",
+    "ConfigError", "FrenzyError", "TraceFormatError", "UnknownNameError", "estimate_memory", "plan_resources",
+    "ModelSpec", "get_model", "ClusterSimulator", "SimConfig", "JobSpec", "Workload", "register_envs",
+]

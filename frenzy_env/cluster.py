@@ -1,0 +1,362 @@
+"""GPU catalogue, cluster specifications and presets, and the mutable cluster state.
+
+A cluster is a tuple of nodes; every node holds GPUs of one type. :class:`ClusterState` keeps, on numpy
+arrays, how many GPUs of each node are free and which job owns each GPU, and refuses double booking.
+
+Numbers in the catalogue come from the vendors' datasheets (cited beside each entry). Peak throughput is
+the dense (no sparsity) FP16/BF16 tensor-core figure; link bandwidths are per GPU and per direction.
+Prices are indicative on-demand cloud prices per GPU-hour (late 2024) and only feed cost metrics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from frenzy_env.errors import ConfigError, unknown_name
+
+GiB = 1024**3
+
+
+@dataclass(frozen=True)
+class GPUType:
+    """One GPU model.
+
+    Attributes
+    ----------
+    name: catalogue name, e.g. ``"A100-80GB"``.
+    memory_bytes: device memory in bytes.
+    peak_tflops: dense FP16/BF16 tensor-core peak, TFLOP/s.
+    intra_node_gbps: GPU-to-GPU bandwidth inside a node, GB/s per direction (NVLink or PCIe).
+    inter_node_gbps: network bandwidth per GPU between nodes, GB/s per direction.
+    cost_per_hour: indicative price of one GPU-hour, USD.
+    source: where the numbers come from.
+    """
+
+    name: str
+    memory_bytes: int
+    peak_tflops: float
+    intra_node_gbps: float
+    inter_node_gbps: float
+    cost_per_hour: float
+    source: str
+
+
+# fmt: off
+_CATALOGUE = (
+    # NVIDIA H100 Tensor Core GPU datasheet (SXM5): 80 GB HBM3, 989 TFLOPS dense BF16/FP16,
+    # NVLink 4 900 GB/s total (450 per direction); one 400 Gb/s NDR InfiniBand NIC per GPU (50 GB/s).
+    GPUType("H100-80GB", 80 * GiB, 989.0, 450.0, 50.0, 4.50,
+            "NVIDIA H100 datasheet (SXM5); NDR 400 Gb/s per GPU"),
+    # NVIDIA A100 Tensor Core GPU datasheet (SXM4 80GB): 312 TFLOPS dense BF16/FP16, NVLink 3 600 GB/s
+    # total (300 per direction); DGX A100 has one 200 Gb/s HDR NIC per GPU (25 GB/s).
+    GPUType("A100-80GB", 80 * GiB, 312.0, 300.0, 25.0, 2.50,
+            "NVIDIA A100 datasheet (SXM4 80GB); DGX A100 HDR 200 Gb/s per GPU"),
+    GPUType("A100-40GB", 40 * GiB, 312.0, 300.0, 25.0, 2.00,
+            "NVIDIA A100 datasheet (SXM4 40GB); DGX A100 HDR 200 Gb/s per GPU"),
+    # NVIDIA V100 Tensor Core GPU datasheet (SXM2): 125 TFLOPS tensor, NVLink 2 300 GB/s total
+    # (150 per direction); DGX-1V has 4 x 100 Gb/s EDR for 8 GPUs (6.25 GB/s per GPU).
+    GPUType("V100-32GB", 32 * GiB, 125.0, 150.0, 6.25, 1.60,
+            "NVIDIA V100 datasheet (SXM2 32GB); DGX-1V 4x EDR 100 Gb/s per 8 GPUs"),
+    GPUType("V100-16GB", 16 * GiB, 125.0, 150.0, 6.25, 1.20,
+            "NVIDIA V100 datasheet (SXM2 16GB); DGX-1V 4x EDR 100 Gb/s per 8 GPUs"),
+    # NVIDIA GeForce RTX 3090 (GA102 whitepaper, Appendix A): 24 GB GDDR6X, 71 TFLOPS dense FP16 tensor
+    # (FP16 accumulate); PCIe 4.0 x16 31.5 GB/s; commodity 25 GbE between nodes (3.125 GB/s).
+    GPUType("RTX3090-24GB", 24 * GiB, 71.0, 31.5, 3.125, 0.50,
+            "NVIDIA Ampere GA102 whitepaper; PCIe 4.0 x16; 25 GbE"),
+    # NVIDIA T4 datasheet: 16 GB GDDR6, 65 TFLOPS mixed precision FP16/FP32; PCIe 3.0 x16 15.75 GB/s.
+    GPUType("T4-16GB", 16 * GiB, 65.0, 15.75, 3.125, 0.35,
+            "NVIDIA T4 datasheet; PCIe 3.0 x16; 25 GbE"),
+    # NVIDIA Tesla P100 datasheet (PCIe 16GB): 18.7 TFLOPS FP16, PCIe 3.0 x16 15.75 GB/s.
+    GPUType("P100-16GB", 16 * GiB, 18.7, 15.75, 3.125, 0.45,
+            "NVIDIA Tesla P100 datasheet (PCIe 16GB); PCIe 3.0 x16; 25 GbE"),
+)
+# fmt: on
+
+GPU_TYPES: dict[str, GPUType] = {g.name: g for g in _CATALOGUE}
+
+
+def get_gpu_type(name: str | GPUType) -> GPUType:
+    """Return the catalogue entry ``name`` (a :class:`GPUType` passes through)."""
+    if isinstance(name, GPUType):
+        return name
+    try:
+        return GPU_TYPES[name]
+    except (KeyError, TypeError):
+        raise unknown_name("GPU type", name, GPU_TYPES) from None
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """A node: ``num_gpus`` GPUs of one type."""
+
+    gpu_type: str
+    num_gpus: int
+
+    def __post_init__(self) -> None:
+        get_gpu_type(self.gpu_type)
+        if not isinstance(self.num_gpus, (int, np.integer)) or self.num_gpus <= 0:
+            raise ConfigError(f"NodeSpec.num_gpus must be a positive integer, got {self.num_gpus!r}")
+
+
+# Alibaba PAI 2020 machine list (shared/data/clusters/pai_machine_spec.csv, CC BY 4.0; Weng et al.,
+# "MLaaS in the Wild", NSDI 2022): machines and GPUs per machine of each known GPU type. The 280 "MISC"
+# machines (unknown GPU model) and the 83 CPU machines are left out. Catalogue mapping: P100 -> P100-16GB,
+# T4 -> T4-16GB, V100 -> V100-16GB, V100M32 -> V100-32GB.
+PAI_2020_MACHINES: dict[str, tuple[int, int]] = {
+    "P100-16GB": (798, 2),
+    "T4-16GB": (497, 2),
+    "V100-16GB": (104, 8),
+    "V100-32GB": (135, 8),
+}
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """An immutable description of a cluster: its nodes and the GPU type trace durations refer to.
+
+    Build one with :meth:`preset`, :meth:`homogeneous` or :meth:`from_counts`.
+    """
+
+    name: str
+    nodes: tuple[NodeSpec, ...]
+    reference_gpu_type: str = ""
+    _cache: dict = field(default_factory=dict, compare=False, repr=False, hash=False)
+
+    def __post_init__(self) -> None:
+        if not self.nodes:
+            raise ConfigError(f"cluster {self.name!r} has no nodes: a cluster needs at least one GPU")
+        object.__setattr__(self, "nodes", tuple(self.nodes))
+        if not self.reference_gpu_type:
+            # the type with the most GPUs; ties: the larger memory
+            counts: dict[str, int] = {}
+            for n in self.nodes:
+                counts[n.gpu_type] = counts.get(n.gpu_type, 0) + n.num_gpus
+            ref = max(counts, key=lambda t: (counts[t], GPU_TYPES[t].memory_bytes))
+            object.__setattr__(self, "reference_gpu_type", ref)
+        get_gpu_type(self.reference_gpu_type)
+
+    # ----------------------------------------------------------------- constructors
+    @classmethod
+    def homogeneous(cls, gpu_type: str, nodes: int, gpus_per_node: int, name: str | None = None) -> ClusterSpec:
+        """``nodes`` nodes of ``gpus_per_node`` GPUs of ``gpu_type``."""
+        get_gpu_type(gpu_type)
+        if not isinstance(nodes, (int, np.integer)) or nodes <= 0:
+            raise ConfigError(f"nodes must be a positive integer, got {nodes!r}")
+        spec = NodeSpec(gpu_type, gpus_per_node)
+        return cls(name or f"{gpu_type}x{nodes * gpus_per_node}", (spec,) * nodes, gpu_type)
+
+    @classmethod
+    def from_counts(
+        cls, name: str, counts: dict[str, tuple[int, int]], reference_gpu_type: str = ""
+    ) -> ClusterSpec:
+        """Build from ``{gpu_type: (nodes, gpus_per_node)}``."""
+        nodes: list[NodeSpec] = []
+        for gpu_type, (n_nodes, per_node) in counts.items():
+            if n_nodes < 0:
+                raise ConfigError(f"node count of {gpu_type} must be >= 0, got {n_nodes}")
+            nodes.extend(NodeSpec(gpu_type, per_node) for _ in range(n_nodes))
+        return cls(name, tuple(nodes), reference_gpu_type)
+
+    @classmethod
+    def preset(cls, name: str) -> ClusterSpec:
+        """A named preset; see :data:`CLUSTER_PRESETS`."""
+        if isinstance(name, ClusterSpec):
+            return name
+        try:
+            factory = CLUSTER_PRESETS[name]
+        except (KeyError, TypeError):
+            raise unknown_name("cluster preset", name, CLUSTER_PRESETS) from None
+        return factory()
+
+    # ----------------------------------------------------------------- derived views
+    @cached_property
+    def num_gpus(self) -> int:
+        return int(sum(n.num_gpus for n in self.nodes))
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.nodes)
+
+    @cached_property
+    def gpu_types(self) -> tuple[str, ...]:
+        """Distinct GPU types, largest memory first (ties: higher peak, then name)."""
+        names = {n.gpu_type for n in self.nodes}
+        return tuple(
+            sorted(names, key=lambda t: (-GPU_TYPES[t].memory_bytes, -GPU_TYPES[t].peak_tflops, t))
+        )
+
+    @cached_property
+    def node_type_index(self) -> np.ndarray:
+        """(num_nodes,) int64: index into :attr:`gpu_types` of each node."""
+        index = {t: i for i, t in enumerate(self.gpu_types)}
+        arr = np.array([index[n.gpu_type] for n in self.nodes], dtype=np.int64)
+        arr.flags.writeable = False
+        return arr
+
+    @cached_property
+    def node_capacity(self) -> np.ndarray:
+        """(num_nodes,) int64: GPUs per node."""
+        arr = np.array([n.num_gpus for n in self.nodes], dtype=np.int64)
+        arr.flags.writeable = False
+        return arr
+
+    @cached_property
+    def node_offsets(self) -> np.ndarray:
+        """(num_nodes + 1,) int64: first global GPU index of each node (and the total at the end)."""
+        arr = np.concatenate([[0], np.cumsum(self.node_capacity)]).astype(np.int64)
+        arr.flags.writeable = False
+        return arr
+
+    @cached_property
+    def type_capacity(self) -> np.ndarray:
+        """(num_types,) int64: GPUs of each type."""
+        arr = np.bincount(self.node_type_index, weights=self.node_capacity, minlength=len(self.gpu_types))
+        return arr.astype(np.int64)
+
+    def gpus_of_type(self, gpu_type: str) -> int:
+        return int(self.type_capacity[self._type_pos(gpu_type)])
+
+    def max_gpus_per_node(self, gpu_type: str) -> int:
+        mask = self.node_type_index == self._type_pos(gpu_type)
+        return int(self.node_capacity[mask].max())
+
+    def _type_pos(self, gpu_type: str) -> int:
+        try:
+            return self.gpu_types.index(gpu_type)
+        except ValueError:
+            raise unknown_name(f"GPU type of cluster {self.name!r}", gpu_type, self.gpu_types) from None
+
+    def describe(self) -> str:
+        """One line per GPU type: ``A100-80GB: 4 nodes x 8 = 32 GPUs``."""
+        lines = [f"{self.name}: {self.num_gpus} GPUs on {self.num_nodes} nodes"]
+        for i, t in enumerate(self.gpu_types):
+            caps = self.node_capacity[self.node_type_index == i]
+            shape = ", ".join(f"{int((caps == c).sum())} x {int(c)}" for c in sorted(set(caps.tolist())))
+            lines.append(f"  {t}: {shape} = {int(caps.sum())} GPUs")
+        return "\n".join(lines)
+
+
+def _frenzy_testbed() -> ClusterSpec:
+    # Three GPU types, as in the Frenzy paper's heterogeneous testbed (the paper's exact machine counts
+    # are not used): NVLink data-centre GPUs of two generations and PCIe consumer GPUs.
+    return ClusterSpec.from_counts(
+        "frenzy-testbed",
+        {"A100-80GB": (4, 8), "V100-32GB": (4, 8), "RTX3090-24GB": (8, 4)},
+        reference_gpu_type="A100-80GB",
+    )
+
+
+def _pai_2020(scale: float = 1 / 16) -> ClusterSpec:
+    # PAI-2020 type mix (PAI_2020_MACHINES) scaled down by ``scale``, keeping each type's node shape.
+    counts = {t: (max(1, round(m * scale)), g) for t, (m, g) in PAI_2020_MACHINES.items()}
+    return ClusterSpec.from_counts("pai-2020", counts, reference_gpu_type="V100-32GB")
+
+
+def _doubling_64() -> ClusterSpec:
+    # The 64-GPU cluster of Capes et al. (arXiv 1908.08082): 8 nodes of 8 GPUs.
+    return ClusterSpec.homogeneous("V100-32GB", 8, 8, name="doubling-64")
+
+
+def _large_1024() -> ClusterSpec:
+    return ClusterSpec.from_counts(
+        "large-1024",
+        {"H100-80GB": (32, 8), "A100-80GB": (48, 8), "A100-40GB": (24, 8), "V100-32GB": (24, 8)},
+        reference_gpu_type="A100-80GB",
+    )
+
+
+CLUSTER_PRESETS = {
+    "frenzy-testbed": _frenzy_testbed,
+    "pai-2020": _pai_2020,
+    "doubling-64": _doubling_64,
+    "large-1024": _large_1024,
+}
+
+
+class ClusterState:
+    """Which GPUs are free and which job holds each GPU.
+
+    ``free`` (num_nodes,) counts free GPUs per node; ``owner`` (num_gpus,) holds the job id using each GPU
+    or -1. Both are kept consistent by :meth:`allocate` and :meth:`release`, which refuse double booking.
+    """
+
+    def __init__(self, spec: ClusterSpec) -> None:
+        self.spec = spec
+        self.free = spec.node_capacity.astype(np.int64).copy()  # (num_nodes,)
+        self.owner = np.full(spec.num_gpus, -1, dtype=np.int64)  # (num_gpus,)
+        self._held: dict[int, np.ndarray] = {}  # job id -> global GPU indices held
+
+    @property
+    def num_free(self) -> int:
+        return int(self.free.sum())
+
+    def free_by_type(self) -> np.ndarray:
+        """(num_types,) free GPUs per type."""
+        return np.bincount(self.spec.node_type_index, weights=self.free, minlength=len(self.spec.gpu_types)).astype(
+            np.int64
+        )
+
+    def holds(self, job_id: int) -> bool:
+        return job_id in self._held
+
+    def allocation(self, job_id: int) -> np.ndarray:
+        """(num_nodes,) GPUs held by ``job_id`` on each node (zeros if none)."""
+        counts = np.zeros(self.spec.num_nodes, dtype=np.int64)
+        idx = self._held.get(job_id)
+        if idx is not None:
+            nodes = np.searchsorted(self.spec.node_offsets, idx, side="right") - 1
+            np.add.at(counts, nodes, 1)
+        return counts
+
+    def allocate(self, job_id: int, counts: np.ndarray) -> np.ndarray:
+        """Give ``job_id`` ``counts[i]`` GPUs on node ``i``; returns the global GPU indices taken.
+
+        Raises ``ValueError`` if the job already holds GPUs, or a node has fewer free GPUs than asked.
+        """
+        counts = np.asarray(counts, dtype=np.int64)
+        if counts.shape != self.free.shape:
+            raise ValueError(f"counts must have shape {self.free.shape}, got {counts.shape}")
+        if job_id in self._held:
+            raise ValueError(f"job {job_id} already holds GPUs; release them before allocating again")
+        if (counts < 0).any() or (counts > self.free).any():
+            bad = int(np.flatnonzero((counts < 0) | (counts > self.free))[0])
+            raise ValueError(
+                f"cannot allocate {int(counts[bad])} GPUs on node {bad} to job {job_id}: {int(self.free[bad])} free"
+            )
+        taken = []
+        offsets = self.spec.node_offsets
+        for node in np.flatnonzero(counts):
+            lo, hi = offsets[node], offsets[node + 1]
+            free_idx = lo + np.flatnonzero(self.owner[lo:hi] < 0)[: counts[node]]
+            taken.append(free_idx)
+        idx = np.concatenate(taken) if taken else np.zeros(0, dtype=np.int64)
+        if (self.owner[idx] >= 0).any():  # defensive: counts and owner disagree
+            raise ValueError(f"double booking detected while allocating job {job_id}")
+        self.owner[idx] = job_id
+        self.free -= counts
+        self._held[job_id] = idx
+        return idx
+
+    def release(self, job_id: int) -> np.ndarray:
+        """Free every GPU of ``job_id``; returns (num_nodes,) counts released. Unknown job -> ValueError."""
+        idx = self._held.pop(job_id, None)
+        if idx is None:
+            raise ValueError(f"job {job_id} holds no GPUs")
+        counts = np.zeros(self.spec.num_nodes, dtype=np.int64)
+        nodes = np.searchsorted(self.spec.node_offsets, idx, side="right") - 1
+        np.add.at(counts, nodes, 1)
+        self.owner[idx] = -1
+        self.free += counts
+        return counts
+
+    def check(self) -> None:
+        """Assert the internal invariants (used by tests and the fuzzer)."""
+        cap = self.spec.node_capacity
+        assert (self.free >= 0).all() and (self.free <= cap).all(), "free GPUs out of range"
+        busy_per_node = np.add.reduceat((self.owner >= 0).astype(np.int64), self.spec.node_offsets[:-1])
+        assert (busy_per_node == cap - self.free).all(), "free counts disagree with the owner array"
+        held = sum(len(v) for v in self._held.values())
+        assert held == int((self.owner >= 0).sum()), "a GPU is booked twice or leaked"

@@ -1,0 +1,849 @@
+"""MARP: peak GPU memory of a training job, and the (GPU type, dp, tp) resource plans that fit.
+
+Two estimators, both per GPU, both vectorised over plans (:func:`estimate_memory_array`):
+
+``method="frenzy"`` -- the formula of Frenzy (Chang et al., arXiv 2412.14479), exactly and nothing more::
+
+    W       = V h + l (12 h^2 + 13 h)                      parameters as the paper counts them
+    static  = 20 W / t                                      fp16 weights + fp16/fp32 gradients + fp32 Adam
+    act     = s B h l (10/d + 24/(d t) + 5 a s/(d h t))     Korthikanti et al.'s per-layer 34 s b h + 5 a s^2 b
+    total   = static + act                                  B: global batch, d: data-, t: tensor-parallel
+
+It has no pipeline parallelism, no recomputation, no logits/cross-entropy buffer, no CUDA context or
+framework memory and no allocator fragmentation; on measured GPT-2 runs it is 30-40 % low.
+
+``method="extended"`` (the default) -- an estimator that keeps those terms, validated on published
+measurements (``scripts/validate_memory.py``):
+
+* parameters: the exact count of :class:`~frenzy_env.models.ModelSpec` (SwiGLU, grouped-query attention,
+  untied heads, biases and norms), split over tensor parallelism (norms replicated) and pipeline stages;
+* model states per parameter by ``precision``: ``"fp16"`` mixed precision 20 B (fp16 weights 2 + fp16
+  gradients 2 + fp32 gradient copy 4 + fp32 master weights 4 + Adam moments 8), ``"bf16"`` 18 (no fp16
+  gradient), ``"fp32"`` 16, ``"amp"`` (PyTorch autocast over fp32 weights) 18 (16 + the half copies of the
+  weights that autocast keeps for the backward pass); ZeRO (Rajbhandari et al. 2020, arXiv 1910.02054) stage
+  1 shards the optimizer states over ``dp``, stage 2 also the gradients, stage 3 also the weights (plus two
+  gathered layers);
+* activations after Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
+  Models" (arXiv 2205.05198), per layer and per token of a micro-batch: replicated part (norm inputs,
+  attention and MLP inputs, dropout masks; split by ``t`` under sequence parallelism) + tensor-parallel part
+  (Q, K, V with ``kv_heads``, attention output, the MLP's GELU or SwiGLU intermediates) + the ``a s``
+  score terms of eager attention (softmax output, dropout mask and output) which flash attention drops
+  (it keeps only the fp32 log-sum-exp). With 2-byte activations, GELU, dropout and ``t = 1`` this is
+  their ``34 s b h + 5 a s^2 b``. ``recompute="selective"`` drops the score terms, ``"full"`` keeps only
+  each layer's input; micro-batching with gradient accumulation sizes everything by the micro-batch;
+  pipeline parallelism with the 1F1B schedule keeps ``min(p, micro-batches)`` micro-batches in flight on
+  the first stage (Narayanan et al. 2021, arXiv 2104.04473);
+* the backward working set: the gradients of one layer's activations (twice that under full
+  recomputation, which also rebuilds the layer);
+* the logits and cross-entropy buffer, ``logits_bytes * s b V / t`` on the last stage;
+* overhead: the CUDA context (``include_context``; 1343 MiB as measured by HuggingFace on a V100 with
+  PyTorch), a framework constant, and an allocator fragmentation factor on everything that is allocated
+  and freed during a step (activations, working set, logits). The last two are fitted (see
+  :data:`FRAGMENTATION` and :data:`FRAMEWORK_BYTES`).
+
+All quantities are bytes; ``batch_size`` is always the global batch ``B`` (``B / dp`` sequences per replica,
+rounded up; a plan with ``dp > B`` is infeasible).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from frenzy_env.errors import ConfigError, check_keys, unknown_name
+from frenzy_env.models import ModelSpec, get_model
+
+MiB = 1024**2
+GiB = 1024**3
+
+METHODS = ("frenzy", "extended")
+DEFAULT_METHOD = "extended"
+
+# Fitted on calibration cases A1 and A2 of shared/data/memory/calibration.csv (HuggingFace Trainer,
+# bert-large-uncased, fp32, batch 4 and batch 1 x 4 accumulation, nvidia-smi) by solving the two equations
+# measured - context - states = (1 + FRAGMENTATION) * dynamic + FRAMEWORK_BYTES; checked on the other seven
+# cases (A3-A5 and the four llm.c cases C1-C4), none of which was used to fit. Reproduce with
+# ``python scripts/validate_memory.py --fit``.
+FRAGMENTATION = 0.2081
+FRAMEWORK_BYTES = 134.8 * MiB
+# CUDA context + PyTorch kernels, nvidia-smi, V100 (HuggingFace docs "model_memory_anatomy"): a measured
+# constant, not fitted.
+CONTEXT_BYTES = 1343.0 * MiB
+
+
+@dataclass(frozen=True)
+class _Precision:
+    weight: float  # bytes per parameter: weights (and, for "amp", the cached half copies)
+    grad: float  # gradients (all copies)
+    optim: float  # optimizer states: fp32 master weights (when separate) + Adam moments
+    act: float  # bytes of a stored matmul activation
+    norm_in: float  # bytes of a stored norm input (the residual stream)
+    softmax: float  # bytes of a stored attention-probability element
+    logits: float  # bytes per logit element: logits + cross-entropy copy + their gradient
+
+
+PRECISIONS: dict[str, _Precision] = {
+    # Megatron-LM mixed precision (Micikevicius et al. 2018, arXiv 1710.03740; Frenzy's 20 B/param).
+    "fp16": _Precision(2.0, 6.0, 12.0, 2.0, 2.0, 2.0, 10.0),
+    # bf16 weights, fp32 gradient accumulation, fp32 master + Adam (Megatron-LM --bf16).
+    "bf16": _Precision(2.0, 4.0, 12.0, 2.0, 2.0, 2.0, 10.0),
+    # everything fp32.
+    "fp32": _Precision(4.0, 4.0, 8.0, 4.0, 4.0, 4.0, 12.0),
+    # torch.autocast over fp32 weights: half matmul activations, fp32 residual stream and softmax.
+    "amp": _Precision(6.0, 4.0, 8.0, 2.0, 4.0, 4.0, 10.0),
+}
+RECOMPUTE = ("none", "selective", "full")
+ATTENTION = ("eager", "flash")
+
+#: Options of ``method="extended"`` and their defaults.
+DEFAULT_OPTIONS: dict[str, object] = {
+    "precision": "fp16",
+    "weight_bytes": None,
+    "grad_bytes": None,
+    "optimizer_bytes": None,
+    "zero_stage": 0,
+    "recompute": "none",
+    "sequence_parallel": False,
+    "micro_batch": None,
+    "pp": 1,
+    "attention": "eager",
+    "dropout": None,
+    "vocab_logits": True,
+    "logits_bytes": None,
+    "include_context": True,
+    "context_bytes": CONTEXT_BYTES,
+    "framework_bytes": FRAMEWORK_BYTES,
+    "fragmentation": FRAGMENTATION,
+}
+OPTION_NAMES = tuple(DEFAULT_OPTIONS)
+
+
+# ------------------------------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Peak memory of one GPU of a plan, in bytes.
+
+    ``total_bytes = static_bytes + activation_bytes + overhead_bytes``; ``breakdown`` itemises the three.
+    """
+
+    total_bytes: float
+    static_bytes: float
+    activation_bytes: float
+    overhead_bytes: float
+    breakdown: dict[str, float]
+    method: str
+
+    @property
+    def total_gib(self) -> float:
+        return self.total_bytes / GiB
+
+
+# --------------------------------------------------------------------------------------- validation
+def _pos_int(field: str, value: object) -> int:
+    if type(value) is int and value >= 1:  # fast path
+        return value
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, float, np.floating)):
+        raise ConfigError(f"{field} must be a positive integer, got {value!r}")
+    if value != value or int(value) != value or value < 1:  # NaN, fractional, < 1
+        raise ConfigError(f"{field} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _check_method(method: str) -> str:
+    if method not in METHODS:
+        raise unknown_name("memory method", method, METHODS)
+    return method
+
+
+def _number(field: str, value: object, *, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    ok = not isinstance(value, (bool, np.bool_)) and isinstance(value, (int, float, np.integer, np.floating))
+    if not ok or value != value or value < 0 or value == float("inf"):  # type: ignore[operator]
+        kind = "a non-negative number" + (" or None" if allow_none else "")
+        raise ConfigError(f"{field} must be {kind}, got {value!r}")
+
+
+def _resolve_options(method: str, options: dict[str, object]) -> dict[str, object]:
+    """Validate ``options`` for ``method`` and fill in the defaults (a new dict)."""
+    _check_method(method)
+    check_keys("memory option", options, OPTION_NAMES)
+    if method == "frenzy":
+        if options:
+            raise ConfigError(
+                f"method 'frenzy' is the paper's formula and takes no options (got {', '.join(sorted(options))}); "
+                "use method='extended'"
+            )
+        return {}
+    opts = dict(DEFAULT_OPTIONS)
+    opts.update(options)
+    if opts["precision"] not in PRECISIONS:
+        raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, got {opts['precision']!r}")
+    for k in ("weight_bytes", "grad_bytes", "optimizer_bytes", "logits_bytes"):
+        _number(k, opts[k], allow_none=True)
+    if isinstance(opts["zero_stage"], bool) or opts["zero_stage"] not in (0, 1, 2, 3):
+        raise ConfigError(f"zero_stage must be 0, 1, 2 or 3, got {opts['zero_stage']!r}")
+    opts["zero_stage"] = int(opts["zero_stage"])  # type: ignore[call-overload]
+    if opts["recompute"] not in RECOMPUTE:
+        raise ConfigError(f"recompute must be one of {', '.join(RECOMPUTE)}, got {opts['recompute']!r}")
+    if opts["attention"] not in ATTENTION:
+        raise ConfigError(f"attention must be one of {', '.join(ATTENTION)}, got {opts['attention']!r}")
+    for k in ("sequence_parallel", "vocab_logits", "include_context"):
+        if not isinstance(opts[k], (bool, np.bool_)):
+            raise ConfigError(f"{k} must be a bool, got {opts[k]!r}")
+        opts[k] = bool(opts[k])
+    if opts["dropout"] is not None:
+        if not isinstance(opts["dropout"], (bool, np.bool_)):
+            raise ConfigError(f"dropout must be a bool or None (automatic), got {opts['dropout']!r}")
+        opts["dropout"] = bool(opts["dropout"])
+    if opts["micro_batch"] is not None:
+        opts["micro_batch"] = _pos_int("micro_batch", opts["micro_batch"])
+    opts["pp"] = _pos_int("pp", opts["pp"])
+    for k in ("context_bytes", "framework_bytes", "fragmentation"):
+        _number(k, opts[k])
+    return opts
+
+
+@lru_cache(maxsize=512)
+def _resolved_cached(method: str, items: tuple) -> tuple[dict[str, object], tuple]:
+    opts = _resolve_options(method, {k: v for k, _, v in items})
+    return opts, tuple(sorted(opts.items()))
+
+
+def _options(method: str, options: dict[str, object]) -> tuple[dict[str, object], tuple]:
+    """(resolved options, hashable key); cached. The returned dict is shared: never mutate it."""
+    try:
+        # the value's type is part of the key: True == 1 must not pass as a cached zero_stage=1
+        return _resolved_cached(method, tuple(sorted((k, type(v).__name__, v) for k, v in options.items())))
+    except TypeError:  # an unhashable option value: validate without the cache (and fail loudly)
+        opts = _resolve_options(method, options)
+        return opts, tuple(sorted(opts.items()))
+
+
+def _check_job(batch_size: object, seq_len: object) -> tuple[int, int]:
+    return _pos_int("batch_size", batch_size), _pos_int("seq_len", seq_len)
+
+
+# ------------------------------------------------------------------------------------ coefficients
+@lru_cache(maxsize=4096)
+def _coefficients(model: ModelSpec, seq_len: int, opts_key: tuple) -> dict[str, float]:
+    """Per-token and per-parameter constants of the extended estimator (depend on model, s and options)."""
+    o = dict(opts_key)
+    prec = PRECISIONS[o["precision"]]
+    h, s, a, v = model.hidden, seq_len, model.heads, model.vocab_size
+    kv, f = model.kv_hidden, model.ffn_hidden
+    dropout = (model.mlp == "gelu") if o["dropout"] is None else bool(o["dropout"])
+    m = 1.0 if dropout else 0.0  # bytes of a dropout mask element (torch keeps a bool mask)
+    e, en, sm = prec.act, prec.norm_in, prec.softmax
+    # Per layer, per token of a micro-batch (Korthikanti et al. 2022, Sec. 4.1, generalised).
+    # Replicated across tensor parallelism (split by t only under sequence parallelism): the two norm
+    # inputs, the inputs of QKV and of the MLP (norm outputs), the dropout masks after the attention
+    # output projection and after the MLP.
+    rep = 2 * en * h + 2 * e * h + 2 * m * h
+    # Split over tensor parallelism: Q, K, V (K and V at kv_heads width); the attention output (input of
+    # the output projection); GELU: fc output + GELU output; SwiGLU: gate, up, silu(gate), product.
+    mlp = (2 if model.mlp == "gelu" else 4) * e * f
+    shard = e * (h + 2 * kv) + e * h + mlp
+    # Attention scores, per token: a * s elements under eager attention -- softmax output, dropout mask and
+    # output, and a half copy when the softmax runs in fp32 (autocast). Flash attention (Dao et al. 2022,
+    # arXiv 2205.14135) keeps only the fp32 log-sum-exp: 4 bytes per head and token.
+    flash_stats = 4.0 * a
+    if o["attention"] == "eager":
+        score = (sm + (1.0 + sm if dropout else 0.0) + (e if sm != e else 0.0)) * a * s
+    else:
+        score = flash_stats
+    logits_b = prec.logits if o["logits_bytes"] is None else float(o["logits_bytes"])
+    norms = 2 * model.norm_params
+    head_shard = 0 if model.tied_embeddings else v * h
+    return {
+        "rep": rep,
+        "shard": shard,
+        "score": score,
+        "selective_score": flash_stats if o["attention"] == "flash" else 0.0,
+        "full_input": en * h,  # the layer input kept by full recomputation (the residual stream)
+        "emb_tok": m * h,  # embedding dropout mask (the embedding output is the first norm's input)
+        "final_tok": en * h + e * h,  # final norm input and output (the head's input)
+        "logits_tok": logits_b * v if o["vocab_logits"] else 0.0,
+        "layer_shard": float(model.layer_params - norms),
+        "layer_rep": float(norms),
+        "emb_shard": float(v * h),
+        "emb_rep": float(model.embedding_params - v * h),
+        "head_shard": float(head_shard),
+        "head_rep": float(model.head_params - head_shard),
+        "w": prec.weight if o["weight_bytes"] is None else float(o["weight_bytes"]),
+        "g": prec.grad if o["grad_bytes"] is None else float(o["grad_bytes"]),
+        "o": prec.optim if o["optimizer_bytes"] is None else float(o["optimizer_bytes"]),
+    }
+
+
+def _stored_per_layer(c: dict[str, float], recompute: str) -> tuple[float, float]:
+    """(replicated, tensor-parallel) bytes per token a layer keeps for the backward pass."""
+    if recompute == "none":
+        return c["rep"], c["shard"] + c["score"]
+    if recompute == "selective":  # Korthikanti et al.: recompute the attention core, keep the rest
+        return c["rep"], c["shard"] + c["selective_score"]
+    return c["full_input"], 0.0  # full: only the layer input
+
+
+def _extended_components(
+    model: ModelSpec,
+    batch_size: int,
+    seq_len: int,
+    dp: np.ndarray,
+    tp: np.ndarray,
+    opts: dict[str, object],
+    opts_key: tuple,
+) -> dict[str, np.ndarray]:
+    """Byte components per plan, itemised; dp, tp: (P,) float64 arrays of valid plans (dp <= batch_size)."""
+    c = _coefficients(model, seq_len, opts_key)
+    s, t = seq_len, tp
+    p = int(opts["pp"])  # type: ignore[call-overload]
+    lp = math.ceil(model.layers / p)  # layers on a stage (the first stages when they do not divide)
+    b_rep = np.ceil(batch_size / dp)  # (P,) sequences per replica
+    mbs = opts["micro_batch"]
+    mb = b_rep if mbs is None else np.minimum(float(mbs), b_rep)  # type: ignore[arg-type]  # (P,) micro-batch
+    n_mb = np.ceil(b_rep / mb)  # (P,) micro-batches per iteration (gradient accumulation steps)
+    in_flight = np.minimum(float(p), n_mb)  # (P,) micro-batches the first stage holds under 1F1B
+    tok = mb * s  # (P,) tokens per micro-batch
+
+    rd = t if opts["sequence_parallel"] else 1.0
+    full_layer = c["rep"] / rd + (c["shard"] + c["score"]) / t  # (P,) bytes per token, nothing recomputed
+    sr, ss = _stored_per_layer(c, opts["recompute"])  # type: ignore[arg-type]
+    stored_layer = sr / rd + ss / t  # (P,)
+    rc_full = opts["recompute"] == "full"
+    working = tok * full_layer * (2.0 if rc_full else 1.0)  # gradients of one layer (+ its rebuild)
+    logits = tok * c["logits_tok"] / t
+
+    zero = int(opts["zero_stage"])  # type: ignore[call-overload]
+    per_param = (
+        c["w"] / (dp if zero >= 3 else 1.0)
+        + c["g"] / (dp if zero >= 2 else 1.0)
+        + c["o"] / (dp if zero >= 1 else 1.0)
+    )
+    wb = c["w"] / (dp if zero >= 3 else 1.0)
+    gb = c["g"] / (dp if zero >= 2 else 1.0)
+    layer_params = lp * (c["layer_shard"] / t + c["layer_rep"])  # (P,)
+    emb_params = c["emb_shard"] / t + c["emb_rep"]
+    head_params = c["head_shard"] / t + c["head_rep"]
+    gather = (
+        2.0 * c["w"] * (c["layer_shard"] / t + c["layer_rep"]) if zero >= 3 else 0.0 * t
+    )  # ZeRO-3 prefetch
+
+    frag = float(opts["fragmentation"])  # type: ignore[arg-type]
+    if p == 1:
+        params = layer_params + emb_params + head_params
+        acts = tok * (lp * stored_layer + c["emb_tok"] + c["final_tok"])
+        logit_part = logits
+    else:
+        if model.tied_embeddings:
+            head_params = head_params + emb_params  # the last stage keeps its own copy of the tied matrix
+        first_params = layer_params + emb_params
+        last_params = layer_params + head_params
+        first_acts = tok * in_flight * (lp * stored_layer + c["emb_tok"])
+        last_acts = tok * (lp * stored_layer + c["final_tok"])
+        first_peak = first_params * per_param + (1.0 + frag) * (first_acts + working)
+        last_peak = last_params * per_param + (1.0 + frag) * (last_acts + working + logits)
+        use_last = last_peak > first_peak  # (P,) the stage with the larger peak decides
+        params = np.where(use_last, last_params, first_params)
+        acts = np.where(use_last, last_acts, first_acts)
+        logit_part = np.where(use_last, logits, 0.0)
+    dynamic = acts + working + logit_part
+    context = float(opts["context_bytes"]) if opts["include_context"] else 0.0  # type: ignore[arg-type]
+    return {
+        "weights": params * wb + gather,
+        "gradients": params * gb,
+        "optimizer": params * (per_param - wb - gb),
+        "activations": acts,
+        "backward_working_set": working,
+        "logits": logit_part,
+        "cuda_context": np.full_like(dp, context),
+        "framework": np.full_like(dp, float(opts["framework_bytes"])),  # type: ignore[arg-type]
+        "fragmentation": dynamic * frag,
+    }
+
+
+_STATIC_KEYS = ("weights", "gradients", "optimizer")
+_ACT_KEYS = ("activations", "backward_working_set", "logits")
+_OVER_KEYS = ("cuda_context", "framework", "fragmentation")
+
+
+@lru_cache(maxsize=4096)
+def _closed_form(model: ModelSpec, seq_len: int, opts_key: tuple) -> tuple[float, ...]:
+    """Constants of the extended total for pp = 1, the same sum as :func:`_extended_components`::
+
+        total = K + (P0 + P1/t)(S0 + S1/d) + G0 + G1/t + F * mb * (D0 + D1/t)
+
+    with ``mb`` the micro-batch, ``F = (1 + fragmentation) * s``.
+    """
+    o = dict(opts_key)
+    c = _coefficients(model, seq_len, opts_key)
+    lp = model.layers
+    sr, ss = _stored_per_layer(c, o["recompute"])
+    wf = 2.0 if o["recompute"] == "full" else 1.0
+    x_rep = lp * sr + wf * c["rep"]  # per token, split by t only under sequence parallelism
+    x_tp = lp * ss + wf * (c["shard"] + c["score"]) + c["logits_tok"]
+    x_0 = c["emb_tok"] + c["final_tok"]
+    d0, d1 = (x_0, x_tp + x_rep) if o["sequence_parallel"] else (x_0 + x_rep, x_tp)
+    zero = o["zero_stage"]
+    parts = ((c["w"], zero >= 3), (c["g"], zero >= 2), (c["o"], zero >= 1))
+    s0 = sum(v for v, sharded in parts if not sharded)
+    s1 = sum(v for v, sharded in parts if sharded)
+    p0 = lp * c["layer_rep"] + c["emb_rep"] + c["head_rep"]
+    p1 = lp * c["layer_shard"] + c["emb_shard"] + c["head_shard"]
+    g0, g1 = (2.0 * c["w"] * c["layer_rep"], 2.0 * c["w"] * c["layer_shard"]) if zero >= 3 else (0.0, 0.0)
+    k = float(o["framework_bytes"]) + (float(o["context_bytes"]) if o["include_context"] else 0.0) + g0
+    f = (1.0 + float(o["fragmentation"])) * seq_len
+    mbs = float(o["micro_batch"]) if o["micro_batch"] is not None else 0.0
+    return k, p0, p1, s0, s1, g1, f, d0, d1, mbs
+
+
+def _frenzy_components(
+    model: ModelSpec, batch_size: int, seq_len: int, dp: np.ndarray, tp: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Frenzy (arXiv 2412.14479) MARP, verbatim: 20 W / t and s B h l (10/d + 24/(d t) + 5 a s/(d h t))."""
+    v, h, l, a, s, b = model.vocab_size, model.hidden, model.layers, model.heads, seq_len, batch_size
+    w_paper = v * h + l * (12 * h * h + 13 * h)  # Frenzy's W
+    static = 20.0 * w_paper / tp
+    act = s * b * h * l * (10.0 / dp + 24.0 / (dp * tp) + 5.0 * a * s / (dp * h * tp))
+    return {"model_states": static, "activations": act}
+
+
+def _total(
+    spec: ModelSpec,
+    b: int,
+    s: int,
+    dp: np.ndarray,
+    tp: np.ndarray,
+    method: str,
+    opts: dict[str, object],
+    key: tuple,
+) -> np.ndarray:
+    """Totals of valid plans; dp, tp: (P,) float64 with 1 <= dp <= b, tp >= 1."""
+    if method == "frenzy":
+        v, h, l, a = spec.vocab_size, spec.hidden, spec.layers, spec.heads
+        w_paper = v * h + l * (12 * h * h + 13 * h)
+        inv_t = 1.0 / tp
+        return 20.0 * w_paper * inv_t + (s * b * h * l) / dp * (10.0 + (24.0 + 5.0 * a * s / h) * inv_t)
+    if opts["pp"] != 1:
+        return sum(_extended_components(spec, b, s, dp, tp, opts, key).values())  # type: ignore[return-value]
+    k, p0, p1, s0, s1, g1, f, d0, d1, mbs = _closed_form(spec, s, key)
+    inv_t = 1.0 / tp
+    mb = np.ceil(b / dp)  # (P,) sequences per replica
+    if mbs:
+        mb = np.minimum(mb, mbs)
+    states = (p0 + p1 * inv_t) * (s0 + s1 / dp) if s1 else (p0 + p1 * inv_t) * s0
+    out = states + f * mb * (d0 + d1 * inv_t) + k
+    if g1:
+        out += g1 * inv_t
+    return out
+
+
+# ----------------------------------------------------------------------------------------- public
+def estimate_memory_array(
+    model: str | ModelSpec,
+    *,
+    batch_size: int,
+    seq_len: int,
+    dp: np.ndarray,
+    tp: np.ndarray,
+    method: str = DEFAULT_METHOD,
+    **options: object,
+) -> np.ndarray:
+    """Peak bytes per GPU for many (dp, tp) plans of one job in one numpy evaluation.
+
+    Parameters
+    ----------
+    model: catalogue name or :class:`ModelSpec`.
+    batch_size: global batch B (sequences per iteration); seq_len: tokens per sequence.
+    dp, tp: (P,) data- and tensor-parallel degrees (broadcast together).
+    method: ``"frenzy"`` (the paper's formula) or ``"extended"``.
+    options: extended-method options, see :data:`DEFAULT_OPTIONS`; unknown names raise ``ConfigError``.
+
+    Returns
+    -------
+    (P,) float64 bytes; ``inf`` where the plan is impossible (``dp < 1``, ``tp < 1``, ``dp > batch_size`` or
+    not finite).
+    """
+    spec = model if isinstance(model, ModelSpec) else get_model(model)
+    b, s = _check_job(batch_size, seq_len)
+    opts, key = _options(method, options)
+    dp_a = np.asarray(dp, dtype=np.float64)
+    tp_a = np.asarray(tp, dtype=np.float64)
+    if dp_a.shape != tp_a.shape:
+        dp_a, tp_a = np.broadcast_arrays(dp_a, tp_a)
+    ok = (dp_a >= 1.0) & (dp_a <= b) & (tp_a >= 1.0) & (tp_a < np.inf)  # NaN compares False
+    if ok.all():
+        return _total(spec, b, s, dp_a, tp_a, method, opts, key)
+    out = _total(spec, b, s, np.where(ok, dp_a, 1.0), np.where(ok, tp_a, 1.0), method, opts, key)
+    return np.where(ok, out, np.inf)
+
+
+def estimate_memory(
+    model: str | ModelSpec,
+    *,
+    batch_size: int,
+    seq_len: int,
+    dp: int = 1,
+    tp: int = 1,
+    method: str = DEFAULT_METHOD,
+    **options: object,
+) -> MemoryEstimate:
+    """Peak memory of one GPU when training ``model`` with global batch ``batch_size`` on ``dp x tp`` GPUs.
+
+    See the module docstring for both methods and :data:`DEFAULT_OPTIONS` for the extended options:
+    ``precision`` ("fp16" default, "bf16", "fp32", "amp"), ``weight_bytes`` / ``grad_bytes`` /
+    ``optimizer_bytes`` (per parameter, override the precision), ``zero_stage`` (0-3), ``recompute``
+    ("none", "selective", "full"), ``sequence_parallel``, ``micro_batch`` (None: the whole per-replica
+    batch, no gradient accumulation), ``pp`` (pipeline stages, 1F1B), ``attention`` ("eager", "flash"),
+    ``dropout`` (None: on for GELU models), ``vocab_logits`` (False for a classification head),
+    ``logits_bytes``, ``include_context``, ``context_bytes``, ``framework_bytes``, ``fragmentation``.
+    ``method="frenzy"`` takes no options.
+
+    Raises
+    ------
+    ConfigError: a non-positive or fractional batch, sequence, dp or tp, ``dp > batch_size``, an unknown
+        option name or a bad option value.
+    UnknownNameError: an unknown model or method.
+    """
+    spec = get_model(model)
+    b, s = _check_job(batch_size, seq_len)
+    d, t = _pos_int("dp", dp), _pos_int("tp", tp)
+    if d > b:
+        raise ConfigError(
+            f"dp={d} exceeds batch_size={b}: every data-parallel replica needs at least one sequence"
+        )
+    opts, key = _options(method, options)
+    dp_a, tp_a = np.array([float(d)]), np.array([float(t)])
+    if method == "frenzy":
+        comp = _frenzy_components(spec, b, s, dp_a, tp_a)
+        static = float(comp["model_states"][0])
+        act = float(comp["activations"][0])
+        w_paper = spec.vocab_size * spec.hidden + spec.layers * (12 * spec.hidden**2 + 13 * spec.hidden)
+        breakdown = {"model_states": static, "activations": act, "paper_params_W": float(w_paper)}
+        return MemoryEstimate(static + act, static, act, 0.0, breakdown, method)
+    comp = _extended_components(spec, b, s, dp_a, tp_a, opts, key)
+    breakdown = {k: float(np.asarray(val).reshape(-1)[0]) for k, val in comp.items()}
+    static = sum(breakdown[k] for k in _STATIC_KEYS)
+    act = sum(breakdown[k] for k in _ACT_KEYS)
+    over = sum(breakdown[k] for k in _OVER_KEYS)
+    return MemoryEstimate(static + act + over, static, act, over, breakdown, method)
+
+
+# ------------------------------------------------------------------------------------------ plans
+RANKINGS = ("min_gpus", "max_mem_util", "min_est_time", "min_gpu_hours")
+#: Frenzy's "tightest fit": the fewest GPUs, then the smallest GPU that holds the job.
+DEFAULT_RANKING = "min_gpus"
+
+
+@dataclass(frozen=True)
+class ResourcePlan:
+    """One way to run a job: ``dp x tp`` GPUs of ``gpu_type``.
+
+    Attributes
+    ----------
+    gpu_type: GPU catalogue name.
+    dp, tp: data- and tensor-parallel degrees (a tensor-parallel group stays inside one node).
+    predicted_bytes_per_gpu: the estimator's peak memory of one GPU.
+    capacity_bytes: memory of one GPU of the type.
+    est_iter_time: predicted seconds per iteration (:func:`frenzy_env.throughput.iteration_time_array`,
+        consolidated placement), ``nan`` when the throughput model is unavailable.
+    """
+
+    gpu_type: str
+    dp: int
+    tp: int
+    predicted_bytes_per_gpu: float
+    capacity_bytes: int
+    est_iter_time: float
+
+    @property
+    def num_gpus(self) -> int:
+        return self.dp * self.tp
+
+    @property
+    def mem_util(self) -> float:
+        """Predicted fraction of the GPU's memory in use."""
+        return self.predicted_bytes_per_gpu / self.capacity_bytes
+
+
+class PlanList(list):
+    """A ranked ``list[ResourcePlan]`` with ``reason``: why it is empty ("" when it is not)."""
+
+    def __init__(self, plans=(), reason: str = "") -> None:
+        super().__init__(plans)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class _GpuTable:
+    gpus: tuple  # (T,) GPUType
+    names: tuple[str, ...]
+    caps: np.ndarray  # (T,) float64 bytes
+    per_node: np.ndarray  # (T,) int64 GPUs per node
+    name_rank: np.ndarray  # (T,) int64 position in name order (deterministic tie-break)
+    fit_rank: np.ndarray  # (T,) int64 position in (memory, cost per hour, name) order: "smallest GPU"
+
+
+@lru_cache(maxsize=256)
+def _gpu_table_cached(gpu_key: tuple, per_node_key: object) -> _GpuTable:
+    from frenzy_env.cluster import GPU_TYPES, get_gpu_type
+
+    if gpu_key == ("__all__",):
+        gpus = list(GPU_TYPES.values())
+    else:
+        gpus = [get_gpu_type(g.strip() if isinstance(g, str) else g) for g in gpu_key]
+    if not gpus:
+        raise ConfigError("gpu_types must name at least one GPU type, got an empty list")
+    unique: dict[str, object] = {}
+    for g in gpus:
+        unique.setdefault(g.name, g)
+    gpus = list(unique.values())
+    if isinstance(per_node_key, tuple):  # sorted (name, count) pairs
+        given = dict(per_node_key)
+        missing = [g.name for g in gpus if g.name not in given]
+        if missing:
+            raise ConfigError(
+                f"gpus_per_node has no entry for GPU type(s) {', '.join(missing)}; given: {', '.join(given)}"
+            )
+        per_node = [_pos_int(f"gpus_per_node[{g.name!r}]", given[g.name]) for g in gpus]
+    else:
+        per_node = [_pos_int("gpus_per_node", per_node_key)] * len(gpus)
+    names = tuple(g.name for g in gpus)
+    caps = np.array([g.memory_bytes for g in gpus], dtype=np.float64)
+    order = sorted(range(len(gpus)), key=lambda i: (gpus[i].memory_bytes, gpus[i].cost_per_hour, names[i]))
+    fit_rank = np.empty(len(gpus), dtype=np.int64)
+    fit_rank[order] = np.arange(len(gpus))
+    arrays = (
+        caps,
+        np.array(per_node, dtype=np.int64),
+        np.argsort(np.argsort(names)).astype(np.int64),
+        fit_rank,
+    )
+    for a in arrays:
+        a.flags.writeable = False
+    return _GpuTable(tuple(gpus), names, *arrays)
+
+
+def _gpu_table(gpu_types, gpus_per_node) -> _GpuTable:
+    if gpu_types is None:
+        gpu_key: tuple = ("__all__",)
+    elif isinstance(gpu_types, str):
+        gpu_key = tuple(g for g in gpu_types.split(",") if g.strip())
+    else:
+        gpu_key = tuple(gpu_types)
+    pn_key = tuple(sorted(gpus_per_node.items())) if isinstance(gpus_per_node, dict) else gpus_per_node
+    try:
+        return _gpu_table_cached(gpu_key, pn_key)
+    except TypeError as exc:  # unhashable entries
+        raise ConfigError(f"gpu_types must be GPU type names or GPUType objects, got {gpu_types!r}") from exc
+
+
+@lru_cache(maxsize=1024)
+def _grid(batch_size: int, heads: int, max_tp: int, max_gpus: int) -> tuple[np.ndarray, np.ndarray]:
+    """All (dp, tp) candidates: powers of two, dp <= batch, tp <= max_tp dividing heads, dp*tp <= max_gpus."""
+    dps, tps = [], []
+    tp = 1
+    while tp <= max_tp and tp <= max_gpus:
+        if heads % tp == 0:
+            dp = 1
+            while dp <= batch_size and dp * tp <= max_gpus:
+                dps.append(dp)
+                tps.append(tp)
+                dp *= 2
+        tp *= 2
+    dp_a = np.array(dps, dtype=np.float64)
+    tp_a = np.array(tps, dtype=np.float64)
+    dp_a.flags.writeable = False
+    tp_a.flags.writeable = False
+    return dp_a, tp_a
+
+
+def feasible_plans(
+    model: str | ModelSpec,
+    *,
+    batch_size: int,
+    seq_len: int,
+    gpu_types=None,
+    method: str = DEFAULT_METHOD,
+    max_gpus: int = 64,
+    gpus_per_node: int | dict[str, int] = 8,
+    **options: object,
+) -> tuple[tuple, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The numpy core of :func:`plan_resources`: no Python object per plan.
+
+    Returns
+    -------
+    gpus: (T,) the resolved :class:`~frenzy_env.cluster.GPUType` objects.
+    dp, tp: (P,) float64 candidate layouts (powers of two, ``dp <= batch_size``, ``tp`` dividing the heads and
+        at most the largest ``gpus_per_node``, ``dp * tp <= max_gpus``).
+    mem: (P,) float64 predicted bytes per GPU (the same on every GPU type).
+    ok: (T, P) bool: the plan fits the type's memory and its ``tp`` fits in one node of the type.
+    """
+    table, dp_a, tp_a, mem, ok = _feasible(
+        model, batch_size, seq_len, gpu_types, method, max_gpus, gpus_per_node, options
+    )
+    return table.gpus, dp_a, tp_a, mem, ok
+
+
+def _feasible(model, batch_size, seq_len, gpu_types, method, max_gpus, gpus_per_node, options):
+    spec = model if isinstance(model, ModelSpec) else get_model(model)
+    b, s = _check_job(batch_size, seq_len)
+    opts, key = _options(method, options)
+    if method == "extended" and opts["pp"] != 1:
+        raise ConfigError(f"plan_resources enumerates (dp, tp) plans only; pp must be 1, got {opts['pp']}")
+    mg = _pos_int("max_gpus", max_gpus)
+    table = _gpu_table(gpu_types, gpus_per_node)
+    dp_a, tp_a = _grid(b, spec.heads, int(table.per_node.max()), mg)  # (P,) each
+    mem = _total(spec, b, s, dp_a, tp_a, method, opts, key)  # (P,)
+    ok = (mem <= table.caps[:, None]) & (tp_a <= table.per_node[:, None])  # (T, P)
+    return table, dp_a, tp_a, mem, ok
+
+
+def _iter_times(spec, b, s, table: _GpuTable, t_idx, dp_f, tp_f) -> np.ndarray:
+    """Estimated seconds per iteration of the given plans (consolidated placement); nan without a model."""
+    out = np.full(t_idx.shape, np.nan)
+    try:
+        from frenzy_env.throughput import iteration_time_array
+    except ImportError:  # pragma: no cover - throughput.py ships with the package
+        return out
+    for ti in np.unique(t_idx).tolist():
+        sel = t_idx == ti
+        n = dp_f[sel] * tp_f[sel]
+        span = np.maximum(1.0, np.ceil(n / table.per_node[ti]))
+        out[sel] = iteration_time_array(
+            spec, batch_size=b, seq_len=s, gpu=table.gpus[ti], dp=dp_f[sel], tp=tp_f[sel], nodes_spanned=span
+        )
+    return out
+
+
+def _no_fit_reason(spec, b, s, table: _GpuTable, dp_a, tp_a, mem, max_gpus) -> str:
+    big = int(np.argmax(table.caps))
+    allowed = tp_a <= table.per_node[big]
+    k = int(np.argmin(np.where(allowed, mem, np.inf)))
+    tp_note = ""
+    if spec.heads % 2:
+        tp_note = f"; tp must divide heads={spec.heads}, so only tp=1"
+    return (
+        f"{spec.name} with batch_size={b}, seq_len={s} fits on no GPU: it needs {mem[k] / GiB:.1f} GiB per GPU "
+        f"even at its most frugal plan dp={int(dp_a[k])}, tp={int(tp_a[k])} (max_gpus={max_gpus}{tp_note}); the "
+        f"largest GPU, {table.names[big]}, has {table.caps[big] / GiB:.0f} GiB. Reduce the batch or sequence "
+        f"length, use activation recomputation or ZeRO, or allow more GPUs."
+    )
+
+
+def _rank(ranking, table: _GpuTable, t_idx, n_f, tp_f, mem_f, cap_f, times) -> np.ndarray:
+    """Order of the feasible plans (np.lexsort: the last key is the primary one)."""
+    if ranking == "min_gpus":  # fit_rank already orders types by (memory, cost per hour, name)
+        return np.lexsort((tp_f, table.fit_rank[t_idx], n_f))
+    name_rank = table.name_rank[t_idx]
+    if ranking == "max_mem_util":
+        return np.lexsort((name_rank, tp_f, n_f, -(mem_f / cap_f)))
+    t_safe = np.nan_to_num(times, nan=np.inf)
+    if ranking == "min_est_time":
+        return np.lexsort((name_rank, tp_f, cap_f, n_f, t_safe))
+    return np.lexsort((name_rank, tp_f, cap_f, t_safe, n_f * t_safe))  # min_gpu_hours
+
+
+def plan_resources(
+    model: str | ModelSpec,
+    *,
+    batch_size: int,
+    seq_len: int,
+    gpu_types=None,
+    method: str = DEFAULT_METHOD,
+    ranking: str = DEFAULT_RANKING,
+    max_gpus: int = 64,
+    gpus_per_node: int | dict[str, int] = 8,
+    with_times: bool | None = None,
+    **options: object,
+) -> PlanList:
+    """Every feasible (gpu_type, dp, tp) plan of a job, best first (MARP, Frenzy arXiv 2412.14479).
+
+    Candidates: ``dp`` and ``tp`` powers of two, ``dp <= batch_size``, ``tp`` at most the GPUs of one node of
+    the type and dividing the attention heads (Megatron-LM splits heads evenly), ``dp * tp <= max_gpus``.
+    A plan is feasible when the predicted peak bytes per GPU are at most the GPU's memory.
+
+    Rankings (the paper never defines one; later keys break ties, the GPU name last):
+
+    - ``"min_gpus"`` (the default, :data:`DEFAULT_RANKING`; Frenzy's tightest fit): fewest GPUs, then the
+      smallest GPU memory that fits (equal memory: the cheaper GPU per hour), then the smaller ``tp``;
+    - ``"max_mem_util"``: highest predicted memory utilisation, then fewest GPUs, then smaller ``tp``;
+    - ``"min_est_time"``: shortest predicted iteration time, then fewest GPUs, then smaller memory;
+    - ``"min_gpu_hours"``: smallest GPUs x iteration time, then the shorter time, then smaller memory.
+
+    Parameters
+    ----------
+    gpu_types: names or :class:`~frenzy_env.cluster.GPUType` objects (a comma-separated string works too);
+        ``None`` means the whole catalogue.
+    gpus_per_node: one count for every type, or ``{type name: count}``.
+    with_times: fill ``est_iter_time`` (one throughput-model call per GPU type). ``None`` (default): only
+        when the ranking needs it ("min_est_time", "min_gpu_hours"); otherwise it is ``nan``.
+    options: estimator options (see :func:`estimate_memory`).
+
+    Returns
+    -------
+    :class:`PlanList`; when nothing fits it is empty and ``.reason`` says what the job would need.
+    """
+    if ranking not in RANKINGS:
+        raise unknown_name("ranking", ranking, RANKINGS)
+    spec = model if isinstance(model, ModelSpec) else get_model(model)
+    table, dp_a, tp_a, mem, ok = _feasible(
+        spec, batch_size, seq_len, gpu_types, method, max_gpus, gpus_per_node, options
+    )
+    b, s = int(batch_size), int(seq_len)
+    t_idx, p_idx = np.nonzero(ok)  # (F,) each
+    if t_idx.size == 0:
+        return PlanList([], _no_fit_reason(spec, b, s, table, dp_a, tp_a, mem, max_gpus))
+    dp_f, tp_f, mem_f = dp_a[p_idx], tp_a[p_idx], mem[p_idx]
+    cap_f = table.caps[t_idx]
+    need_times = ranking in ("min_est_time", "min_gpu_hours")
+    if with_times or (with_times is None and need_times):
+        times = _iter_times(spec, b, s, table, t_idx, dp_f, tp_f)
+    else:
+        times = np.full(t_idx.shape, np.nan)
+    n_f = dp_f * tp_f
+    order = _rank(ranking, table, t_idx, n_f, tp_f, mem_f, cap_f, times)
+    names = table.names
+    ti_l, dp_l, tp_l = t_idx[order].tolist(), dp_f[order].tolist(), tp_f[order].tolist()
+    mem_l, cap_l, time_l = mem_f[order].tolist(), cap_f[order].tolist(), times[order].tolist()
+    return PlanList(
+        [
+            ResourcePlan(names[ti_l[i]], int(dp_l[i]), int(tp_l[i]), mem_l[i], int(cap_l[i]), time_l[i])
+            for i in range(len(ti_l))
+        ],
+        "",
+    )
+
+
+def fits(
+    model: str | ModelSpec,
+    *,
+    batch_size: int,
+    seq_len: int,
+    gpu,
+    dp: int,
+    tp: int,
+    method: str = DEFAULT_METHOD,
+    gpus_per_node: int = 8,
+    **options: object,
+) -> bool:
+    """Whether the plan ``dp x tp`` GPUs of type ``gpu`` holds the job in memory.
+
+    Raises ``ConfigError`` when ``tp`` exceeds ``gpus_per_node`` (a tensor-parallel group never spans
+    nodes) and for the bad inputs :func:`estimate_memory` rejects.
+    """
+    from frenzy_env.cluster import get_gpu_type
+
+    g = get_gpu_type(gpu)
+    t, n = _pos_int("tp", tp), _pos_int("gpus_per_node", gpus_per_node)
+    if t > n:
+        raise ConfigError(
+            f"tp={t} exceeds gpus_per_node={n}: a tensor-parallel group must stay inside one node"
+        )
+    est = estimate_memory(
+        model, batch_size=batch_size, seq_len=seq_len, dp=dp, tp=t, method=method, **options
+    )
+    return est.total_bytes <= g.memory_bytes

@@ -1,0 +1,243 @@
+"""Iteration time of a training job under a resource plan and placement; scaling-curve fits.
+
+Analytic model (one training iteration of global batch ``B`` sequences of ``s`` tokens, ``dp`` data-parallel
+replicas of ``tp`` tensor-parallel GPUs each, ``n = dp * tp`` GPUs of one type)::
+
+    t = t_compute + t_tp + t_dp
+
+    t_compute = flops_per_token(s) * B * s / (n * peak * utilisation)
+    t_tp      = layers * 4 * 2 (tp - 1) / tp * (B / dp) * s * hidden * 2 bytes / intra_node_bw
+    t_dp      = 2 (dp - 1) / dp * (num_params / tp) * 2 bytes / link_bw
+
+- ``t_compute``: training FLOPs (forward + backward, from :meth:`ModelSpec.flops_per_token`) spread evenly
+  over the GPUs at a fixed fraction of the dense peak, :data:`DEFAULT_UTILISATION` = 0.4 (model FLOPs
+  utilisation of 30-50 % is what Megatron-LM reports for GPT training on A100; 0.4 is the middle).
+- ``t_tp``: Megatron tensor parallelism does 4 all-reduces of the ``b x s x h`` activations per layer per
+  iteration (2 forward, 2 backward), ``b = B / dp`` the per-replica batch; ring all-reduce moves
+  ``2 (t-1)/t`` of the buffer per GPU. A tensor-parallel group never spans nodes, so it uses the
+  intra-node link (NVLink or PCIe).
+- ``t_dp``: ring all-reduce of the fp16 gradient shard (``num_params / tp`` values, 2 bytes each) over the
+  slowest link the placement crosses: the intra-node link when the job sits on one node, else the
+  per-GPU network bandwidth ``inter_node_gbps``.
+
+Compute and communication are not overlapped (a conservative upper bound on time); there is no fixed
+per-iteration latency. Bandwidths in the catalogue are GB/s (1e9 bytes/s) per direction.
+
+Speed model of Capes et al. (arXiv 1908.08082), iterations per second at ``w`` workers::
+
+    f(w) = 1 / (th0 * m / w + th1 * (w - 1) + th2 * (w - 1) * n / w + th3)
+
+``m`` the global batch size, ``n`` the model size (parameters); ``1 / f(w)`` is linear in ``theta``, so theta
+is fitted by non-negative least squares (:func:`scipy.optimize.nnls`) on ``1 / f``. Note that
+``(w - 1) n / w = n - (n / m) (m / w)`` lies in the span of the ``m / w`` and constant columns, so ``th2``
+trades off against ``th0`` and ``th3``: the fitted curve is unique, theta only up to that direction (NNLS
+returns the vertex with ``th2 = 0`` whenever ``th0 >= th2 n / m`` allows it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from frenzy_env.cluster import GPUType, get_gpu_type
+from frenzy_env.models import ModelSpec, get_model
+
+DEFAULT_UTILISATION = 0.4
+BYTES_PER_VALUE = 2  # fp16 / bf16 activations and gradients
+TP_ALLREDUCES_PER_LAYER = 4  # Megatron: 2 in the forward pass, 2 in the backward pass
+
+
+def _check_common(batch_size: int, seq_len: int, utilisation: float) -> None:
+    if int(batch_size) != batch_size or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
+    if int(seq_len) != seq_len or seq_len < 1:
+        raise ValueError(f"seq_len must be a positive integer, got {seq_len}")
+    if not 0.0 < utilisation <= 1.0:
+        raise ValueError(f"utilisation must be in (0, 1], got {utilisation}")
+
+
+def iteration_time_array(
+    model: ModelSpec | str,
+    *,
+    batch_size: int,
+    seq_len: int,
+    gpu: GPUType | str,
+    dp: np.ndarray,
+    tp: np.ndarray,
+    nodes_spanned: np.ndarray | int = 1,
+    utilisation: float = DEFAULT_UTILISATION,
+) -> np.ndarray:
+    """Seconds per iteration for many plans at once.
+
+    Parameters
+    ----------
+    model: a :class:`~frenzy_env.models.ModelSpec` or catalogue name.
+    batch_size: global batch (sequences per iteration).
+    seq_len: tokens per sequence.
+    gpu: GPU type (name or :class:`GPUType`).
+    dp, tp: (P,) data- and tensor-parallel degrees (broadcast together).
+    nodes_spanned: (P,) or scalar, nodes the placement touches; > 1 sends the data-parallel all-reduce over
+        the network.
+    utilisation: fraction of the dense peak reached by compute.
+
+    Returns
+    -------
+    (P,) float64 seconds; ``inf`` where the plan is impossible (``dp > batch_size``, ``dp < 1``,
+    ``tp < 1``).
+    """
+    model = get_model(model)
+    g = get_gpu_type(gpu)
+    _check_common(batch_size, seq_len, utilisation)
+    dp_a, tp_a, span = np.broadcast_arrays(
+        np.asarray(dp, dtype=np.float64), np.asarray(tp, dtype=np.float64), np.asarray(nodes_spanned)
+    )  # (P,) each
+    bad = (dp_a < 1) | (tp_a < 1) | (dp_a > batch_size)
+    dp_s = np.where(bad, 1.0, dp_a)
+    tp_s = np.where(bad, 1.0, tp_a)
+    n = dp_s * tp_s
+
+    flops = float(model.flops_per_token(seq_len)) * batch_size * seq_len
+    t_compute = flops / (n * g.peak_tflops * 1e12 * utilisation)
+
+    act_bytes = (batch_size / dp_s) * seq_len * model.hidden * BYTES_PER_VALUE
+    t_tp = (
+        model.layers
+        * TP_ALLREDUCES_PER_LAYER
+        * 2.0
+        * (tp_s - 1.0)
+        / tp_s
+        * act_bytes
+        / (g.intra_node_gbps * 1e9)
+    )
+
+    link = np.where(span > 1, g.inter_node_gbps, g.intra_node_gbps) * 1e9
+    grad_bytes = float(model.num_params) / tp_s * BYTES_PER_VALUE
+    t_dp = 2.0 * (dp_s - 1.0) / dp_s * grad_bytes / link
+
+    return np.where(bad, np.inf, t_compute + t_tp + t_dp)
+
+
+def iteration_time(
+    model: ModelSpec | str,
+    *,
+    batch_size: int,
+    seq_len: int,
+    gpu: GPUType | str,
+    dp: int,
+    tp: int,
+    nodes_spanned: int = 1,
+    utilisation: float = DEFAULT_UTILISATION,
+) -> float:
+    """Seconds per iteration of one plan; see the module docstring for the formula.
+
+    Raises ``ValueError`` for ``dp``/``tp`` below 1 or ``dp > batch_size`` (fewer than one sequence per
+    replica).
+    """
+    if int(dp) != dp or dp < 1:
+        raise ValueError(f"dp must be a positive integer, got {dp}")
+    if int(tp) != tp or tp < 1:
+        raise ValueError(f"tp must be a positive integer, got {tp}")
+    if dp > batch_size:
+        raise ValueError(f"dp must not exceed batch_size={batch_size} (one sequence per replica), got {dp}")
+    if nodes_spanned < 1:
+        raise ValueError(f"nodes_spanned must be a positive integer, got {nodes_spanned}")
+    out = iteration_time_array(
+        model,
+        batch_size=batch_size,
+        seq_len=seq_len,
+        gpu=gpu,
+        dp=np.array([dp]),
+        tp=np.array([tp]),
+        nodes_spanned=np.array([nodes_spanned]),
+        utilisation=utilisation,
+    )
+    return float(out[0])
+
+
+# --------------------------------------------------------------------------------------- speed model
+def _features(w: np.ndarray, m: float, n: float) -> np.ndarray:
+    """(len(w), 4) design matrix of 1/f(w): [m/w, w-1, (w-1) n/w, 1]."""
+    w = np.asarray(w, dtype=np.float64)
+    return np.stack([m / w, w - 1.0, (w - 1.0) * n / w, np.ones_like(w)], axis=-1)
+
+
+@dataclass(frozen=True)
+class SpeedModel:
+    """Capes et al. speed model: ``f(w) = 1 / (th0 m/w + th1 (w-1) + th2 (w-1) n/w + th3)`` iterations/s.
+
+    Attributes
+    ----------
+    theta: the four non-negative coefficients.
+    m: global batch size.
+    n: model size (parameters).
+    """
+
+    theta: tuple[float, float, float, float]
+    m: float
+    n: float
+
+    def __call__(self, w: float | np.ndarray) -> float | np.ndarray:
+        w_arr = np.asarray(w, dtype=np.float64)
+        if np.any(w_arr <= 0):
+            raise ValueError(f"workers must be positive, got {w}")
+        inv = _features(w_arr, self.m, self.n) @ np.asarray(self.theta, dtype=np.float64)
+        with np.errstate(divide="ignore"):
+            speed = 1.0 / inv
+        return float(speed) if np.ndim(speed) == 0 else speed
+
+
+def fit_speed_model(workers: np.ndarray, speeds: np.ndarray, *, m: float, n: float) -> SpeedModel:
+    """Fit :class:`SpeedModel` to measured ``speeds`` (iterations/s) at ``workers`` by NNLS on ``1/speed``.
+
+    Columns are scaled to unit maximum before :func:`scipy.optimize.nnls` (n can be ~1e9) and the
+    coefficients scaled back.
+    """
+    from scipy.optimize import nnls
+
+    w = np.asarray(workers, dtype=np.float64).reshape(-1)  # (K,)
+    f = np.asarray(speeds, dtype=np.float64).reshape(-1)  # (K,)
+    if w.shape != f.shape or w.size == 0:
+        raise ValueError(
+            f"workers and speeds must be non-empty and of equal length, got {w.size} and {f.size}"
+        )
+    if np.any(w <= 0) or np.any(~np.isfinite(f)) or np.any(f <= 0):
+        raise ValueError("workers and speeds must be positive and finite")
+    if m <= 0 or n <= 0:
+        raise ValueError(f"m and n must be positive, got m={m}, n={n}")
+    a = _features(w, m, n)  # (K, 4)
+    scale = np.abs(a).max(axis=0)
+    scale[scale == 0] = 1.0
+    theta_s, _ = nnls(a / scale, 1.0 / f)
+    theta = theta_s / scale
+    return SpeedModel(theta=tuple(float(t) for t in theta), m=float(m), n=float(n))  # type: ignore[arg-type]
+
+
+def speed_model_from_throughput(
+    model: ModelSpec | str,
+    *,
+    batch_size: int,
+    seq_len: int,
+    gpu: GPUType | str,
+    max_workers: int = 64,
+    gpus_per_node: int = 8,
+    utilisation: float = DEFAULT_UTILISATION,
+) -> SpeedModel:
+    """Fit :class:`SpeedModel` to the analytic model's pure data-parallel speeds at w = 1..max_workers.
+
+    Workers are packed ``gpus_per_node`` to a node (consolidated); ``w`` above ``batch_size`` is skipped.
+    """
+    model = get_model(model)
+    w = np.arange(1, min(max_workers, batch_size) + 1)  # (W,)
+    span = -(-w // gpus_per_node)
+    t = iteration_time_array(
+        model,
+        batch_size=batch_size,
+        seq_len=seq_len,
+        gpu=gpu,
+        dp=w,
+        tp=np.ones_like(w),
+        nodes_spanned=span,
+        utilisation=utilisation,
+    )
+    return fit_speed_model(w, 1.0 / t, m=batch_size, n=model.num_params)

@@ -1,0 +1,392 @@
+"""Predicted vs measured peak GPU memory, both MARP methods side by side.
+
+1. Published measurements: every row of a calibration-format CSV (default
+   ``../shared/data/memory/calibration.csv`` from the repository root, when present). For each case it prints
+   the measured MiB, the "frenzy" and "extended" predictions, the signed relative error
+   ``(pred - meas) / meas`` and the accuracy ``1 - |pred - meas| / meas``, and whether the case was used to fit
+   the extended estimator's constants. ``--fit`` re-derives those constants from the fitted cases.
+2. Own measurements, where CUDA is available: real training steps of GPT-2-shaped models built with torch
+   from random weights (nothing is downloaded) over a grid of batch, sequence, heads and recomputation;
+   ``torch.cuda.max_memory_allocated`` / ``max_memory_reserved`` against the prediction (no CUDA context: the
+   torch counters do not include it). On a CPU-only machine this part is skipped, and the script says so.
+
+How each CSV row maps to estimator options (the ``metric`` column differs per row):
+
+- ``nvidia-smi used (includes N MiB CUDA context)``: ``include_context=True, context_bytes=N MiB``.
+- ``static allocation per GPU (llm.c)``: what llm.c allocates up front, no CUDA context, no caching
+  allocator. llm.c (karpathy/llm.c, PR 309 era) keeps bf16 weights and bf16 gradients with fp32 master
+  weights and Adam moments (``grad_bytes=2``: 16 B/param), has no dropout, computes the loss in place in one
+  bf16 logits buffer (``logits_bytes=2``) and, at these sizes, must use cuDNN flash attention (an eager
+  ``s^2`` buffer would alone exceed the measured total of C1).
+- ``PyTorch max reserved``: ``include_context=False``.
+- encoder rows (HuggingFace docs, bert-large-uncased): the docs train ``AutoModelForSequenceClassification``,
+  so there is no vocabulary logits buffer (``vocab_logits=False``).
+- ``precision``: fp32 -> "fp32", amp-fp16 / amp-bf16 -> "amp" (torch.autocast), bf16 -> "bf16", fp16 -> "fp16".
+
+Usage: ``python scripts/validate_memory.py [CSV] [--fit] [--no-cuda] [--json OUT]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from frenzy_env.memory import MiB, estimate_memory
+from frenzy_env.models import custom_model
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CSV = ROOT.parent / "shared" / "data" / "memory" / "calibration.csv"
+FITTED_CASES = ("A1", "A2")  # the cases FRAGMENTATION and FRAMEWORK_BYTES are fitted on
+PRECISION_MAP = {
+    "fp32": "fp32",
+    "amp-fp16": "amp",
+    "amp-bf16": "amp",
+    "amp": "amp",
+    "bf16": "bf16",
+    "fp16": "fp16",
+}
+
+
+def row_to_case(row: dict[str, str]) -> tuple[object, dict[str, object], dict[str, object]]:
+    """(model, job kwargs, extended options) of one calibration row."""
+    arch = row.get("arch", "decoder") or "decoder"
+    seq = int(row["seq_len"])
+    model = custom_model(
+        name=row["model"],
+        vocab_size=int(row["vocab"]),
+        hidden=int(row["hidden"]),
+        layers=int(row["layers"]),
+        heads=int(row["heads"]),
+        arch=arch,
+        max_seq_len=max(seq, 512 if arch == "encoder" else 1024),
+    )
+    mb, ga, dp, tp = (int(row[k]) for k in ("micro_batch", "grad_accum", "dp", "tp"))
+    job = {"batch_size": mb * ga * dp, "seq_len": seq, "dp": dp, "tp": tp}
+    prec = row["precision"].strip().lower()
+    if prec not in PRECISION_MAP:
+        raise ValueError(f"case {row['case']}: unknown precision {row['precision']!r}")
+    opts: dict[str, object] = {
+        "precision": PRECISION_MAP[prec],
+        "micro_batch": mb,
+        "recompute": row.get("recompute", "none") or "none",
+        "zero_stage": int(row.get("zero_stage", 0) or 0),
+    }
+    metric = row["metric"].lower()
+    if "nvidia-smi" in metric:
+        opts["include_context"] = True
+        m = re.search(r"(\d+(?:\.\d+)?)\s*mib cuda context", metric)
+        if m:
+            opts["context_bytes"] = float(m.group(1)) * MiB
+    elif "llm.c" in metric:
+        opts.update(include_context=False, grad_bytes=2.0, dropout=False, logits_bytes=2.0, attention="flash")
+    else:  # PyTorch max reserved / allocated: no context
+        opts["include_context"] = False
+    if arch == "encoder":
+        opts["vocab_logits"] = False
+    return model, job, opts
+
+
+def load_rows(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def predict(row: dict[str, str], **override: object) -> dict[str, float]:
+    model, job, opts = row_to_case(row)
+    opts.update(override)
+    ext = estimate_memory(model, method="extended", **job, **opts)
+    fr = estimate_memory(model, method="frenzy", **job)
+    return {"extended": ext.total_bytes / MiB, "frenzy": fr.total_bytes / MiB, "ext": ext}  # type: ignore[dict-item]
+
+
+def fit_constants(rows: list[dict[str, str]], cases=FITTED_CASES) -> tuple[float, float]:
+    """Least-squares (exact for two cases) fragmentation f and framework constant c (MiB):
+    measured - context - static = (1 + f) * dynamic + c."""
+    a, y = [], []
+    for row in rows:
+        if row["case"] not in cases:
+            continue
+        e = predict(row, fragmentation=0.0, framework_bytes=0.0)["ext"]
+        dyn = e.activation_bytes / MiB
+        fixed = (e.static_bytes + e.breakdown["cuda_context"]) / MiB
+        a.append([dyn, 1.0])
+        y.append(float(row["measured_mib"]) - fixed - dyn)
+    sol, *_ = np.linalg.lstsq(np.array(a), np.array(y), rcond=None)
+    return float(sol[0]), float(sol[1])
+
+
+def validate_csv(path: Path) -> list[dict[str, object]]:
+    rows = load_rows(path)
+    out = []
+    for row in rows:
+        meas = float(row["measured_mib"])
+        pred = predict(row)
+        rec: dict[str, object] = {
+            "case": row["case"],
+            "model": row["model"],
+            "metric": row["metric"],
+            "measured_mib": meas,
+            "fitted": row["case"] in FITTED_CASES,
+        }
+        for method in ("frenzy", "extended"):
+            p = float(pred[method])
+            rec[f"{method}_mib"] = p
+            rec[f"{method}_err"] = (p - meas) / meas
+            rec[f"{method}_acc"] = 1.0 - abs(p - meas) / meas
+        out.append(rec)
+    return out
+
+
+def print_csv_report(recs: list[dict[str, object]]) -> None:
+    hdr = (
+        f"{'case':<5}{'model':<20}{'measured':>10}{'frenzy':>10}{'err':>8}{'acc':>7}"
+        f"{'extended':>10}{'err':>8}{'acc':>7}  fit"
+    )
+    print(hdr)
+    print("-" * len(hdr))
+    for r in recs:
+        print(
+            f"{r['case']:<5}{str(r['model'])[:19]:<20}{r['measured_mib']:>10.0f}"
+            f"{r['frenzy_mib']:>10.0f}{r['frenzy_err']:>+8.1%}{r['frenzy_acc']:>7.1%}"
+            f"{r['extended_mib']:>10.0f}{r['extended_err']:>+8.1%}{r['extended_acc']:>7.1%}"
+            f"  {'fit' if r['fitted'] else ''}"
+        )
+    held = [r for r in recs if not r["fitted"]]
+    if held:
+        worst = max(abs(float(r["extended_err"])) for r in held)  # type: ignore[arg-type]
+        under = min(float(r["extended_err"]) for r in recs)  # type: ignore[arg-type]
+        mean_fr = np.mean([float(r["frenzy_acc"]) for r in recs])  # type: ignore[arg-type]
+        mean_ex = np.mean([float(r["extended_acc"]) for r in recs])  # type: ignore[arg-type]
+        print(
+            f"extended: worst |error| on held-out cases {worst:.1%} (target <= 10%); "
+            f"most negative error on any case {under:+.1%} (target >= -5%)"
+        )
+        print(f"mean accuracy: frenzy {mean_fr:.1%}, extended {mean_ex:.1%}")
+
+
+# ------------------------------------------------------------------------------------ own CUDA runs
+def _build_gpt2(torch, vocab: int, hidden: int, layers: int, heads: int, seq: int, recompute: str):
+    """A GPT-2-shaped torch model from random weights (tied head, learned positions, dropout 0.1)."""
+    nn = torch.nn
+    F = torch.nn.functional
+    from torch.utils.checkpoint import checkpoint
+
+    class Attention(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.qkv = nn.Linear(hidden, 3 * hidden)
+            self.proj = nn.Linear(hidden, hidden)
+            self.drop = nn.Dropout(0.1)
+            self.resid_drop = nn.Dropout(0.1)
+            mask = torch.tril(torch.ones(seq, seq, dtype=torch.bool))
+            self.register_buffer("mask", mask, persistent=False)
+
+        def core(self, q, k, v):
+            att = (q @ k.transpose(-2, -1)) * (1.0 / (q.shape[-1] ** 0.5))
+            att = att.masked_fill(~self.mask[: q.shape[2], : q.shape[2]], float("-inf"))
+            att = self.drop(F.softmax(att, dim=-1))
+            return att @ v
+
+        def forward(self, x):
+            b, s, _ = x.shape
+            q, k, v = self.qkv(x).split(hidden, dim=2)
+            q, k, v = (z.view(b, s, heads, hidden // heads).transpose(1, 2) for z in (q, k, v))
+            if recompute == "selective":
+                y = checkpoint(self.core, q, k, v, use_reentrant=False)
+            else:
+                y = self.core(q, k, v)
+            y = y.transpose(1, 2).contiguous().view(b, s, hidden)
+            return self.resid_drop(self.proj(y))
+
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln1 = nn.LayerNorm(hidden)
+            self.attn = Attention()
+            self.ln2 = nn.LayerNorm(hidden)
+            self.fc = nn.Linear(hidden, 4 * hidden)
+            self.out = nn.Linear(4 * hidden, hidden)
+            self.drop = nn.Dropout(0.1)
+
+        def forward(self, x):
+            x = x + self.attn(self.ln1(x))
+            return x + self.drop(self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh")))
+
+    class GPT(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.wte = nn.Embedding(vocab, hidden)
+            self.wpe = nn.Embedding(seq, hidden)
+            self.drop = nn.Dropout(0.1)
+            self.blocks = nn.ModuleList(Block() for _ in range(layers))
+            self.ln_f = nn.LayerNorm(hidden)
+
+        def forward(self, idx, targets):
+            pos = torch.arange(idx.shape[1], device=idx.device)
+            x = self.drop(self.wte(idx) + self.wpe(pos))
+            for blk in self.blocks:
+                x = checkpoint(blk, x, use_reentrant=False) if recompute == "full" else blk(x)
+            logits = F.linear(self.ln_f(x), self.wte.weight)
+            return F.cross_entropy(logits.float().view(-1, vocab), targets.view(-1))
+
+    return GPT()
+
+
+def cuda_grid(quick: bool) -> list[dict[str, object]]:
+    grid = []
+    shapes = [(768, 12, 12), (1024, 24, 16)] if not quick else [(768, 12, 12)]
+    for hidden, layers, heads in shapes:
+        for batch in (4, 8):
+            for seq in (512, 1024):
+                for recompute in ("none", "selective", "full"):
+                    for precision in ("fp32", "amp"):
+                        grid.append(
+                            dict(
+                                hidden=hidden,
+                                layers=layers,
+                                heads=heads,
+                                batch=batch,
+                                seq=seq,
+                                recompute=recompute,
+                                precision=precision,
+                            )
+                        )
+    grid += [
+        dict(hidden=768, layers=12, heads=h, batch=8, seq=1024, recompute="none", precision="amp")
+        for h in (6, 24)
+    ]
+    return grid
+
+
+def measure_cuda(quick: bool = False, steps: int = 3) -> list[dict[str, object]] | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    vocab = 50257
+    out = []
+    for cfg in cuda_grid(quick):
+        torch.cuda.empty_cache()
+        torch.manual_seed(0)
+        model = _build_gpt2(
+            torch, vocab, cfg["hidden"], cfg["layers"], cfg["heads"], cfg["seq"], cfg["recompute"]
+        ).cuda()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False)
+        idx = torch.randint(0, vocab, (cfg["batch"], cfg["seq"]), device="cuda")
+        torch.cuda.reset_peak_memory_stats()
+        try:
+            for _ in range(steps):
+                with torch.autocast("cuda", dtype=torch.bfloat16, enabled=cfg["precision"] == "amp"):
+                    loss = model(idx, idx)
+                loss.backward()
+                opt.step()
+                opt.zero_grad(set_to_none=False)
+            torch.cuda.synchronize()
+            alloc = torch.cuda.max_memory_allocated() / MiB
+            reserved = torch.cuda.max_memory_reserved() / MiB
+        except torch.cuda.OutOfMemoryError:
+            alloc = reserved = float("nan")
+        spec = custom_model(
+            name="gpt2-shaped",
+            vocab_size=vocab,
+            hidden=cfg["hidden"],
+            layers=cfg["layers"],
+            heads=cfg["heads"],
+            max_seq_len=cfg["seq"],
+        )
+        ext = (
+            estimate_memory(
+                spec,
+                batch_size=cfg["batch"],
+                seq_len=cfg["seq"],
+                precision=cfg["precision"],
+                recompute=cfg["recompute"],
+                include_context=False,
+            ).total_bytes
+            / MiB
+        )
+        fr = (
+            estimate_memory(spec, batch_size=cfg["batch"], seq_len=cfg["seq"], method="frenzy").total_bytes
+            / MiB
+        )
+        out.append(
+            {
+                **cfg,
+                "allocated_mib": alloc,
+                "reserved_mib": reserved,
+                "extended_mib": ext,
+                "frenzy_mib": fr,
+                "extended_err": (ext - reserved) / reserved,
+                "frenzy_err": (fr - reserved) / reserved,
+            }
+        )
+        del model, opt, idx
+    return out
+
+
+def print_cuda_report(recs: list[dict[str, object]]) -> None:
+    print(
+        f"{'h':>5}{'l':>4}{'a':>4}{'B':>4}{'s':>6} {'recomp':<10}{'prec':<6}{'alloc':>8}{'reserved':>9}"
+        f"{'frenzy':>8}{'err':>8}{'extended':>9}{'err':>8}"
+    )
+    for r in recs:
+        print(
+            f"{r['hidden']:>5}{r['layers']:>4}{r['heads']:>4}{r['batch']:>4}{r['seq']:>6} {r['recompute']:<10}"
+            f"{r['precision']:<6}{r['allocated_mib']:>8.0f}{r['reserved_mib']:>9.0f}{r['frenzy_mib']:>8.0f}"
+            f"{r['frenzy_err']:>+8.1%}{r['extended_mib']:>9.0f}{r['extended_err']:>+8.1%}"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("csv", nargs="?", type=Path, default=DEFAULT_CSV, help="calibration-format CSV")
+    ap.add_argument(
+        "--fit", action="store_true", help="re-derive the fitted constants from " + ",".join(FITTED_CASES)
+    )
+    ap.add_argument("--no-cuda", action="store_true", help="skip the torch measurements")
+    ap.add_argument("--quick", action="store_true", help="smaller CUDA grid")
+    ap.add_argument("--json", type=Path, help="write all results as JSON here")
+    args = ap.parse_args(argv)
+
+    results: dict[str, object] = {}
+    if args.csv.exists():
+        rows = load_rows(args.csv)
+        if args.fit:
+            f, c = fit_constants(rows)
+            print(
+                f"fitted on {', '.join(FITTED_CASES)}: FRAGMENTATION = {f:.4f}, FRAMEWORK_BYTES = {c:.1f} MiB"
+            )
+        print(f"== published measurements: {args.csv}")
+        recs = validate_csv(args.csv)
+        print_csv_report(recs)
+        results["calibration"] = recs
+    else:
+        print(f"== published measurements: {args.csv} not found, skipped")
+
+    if args.no_cuda:
+        print("== own CUDA measurements: skipped (--no-cuda)")
+    else:
+        cuda = measure_cuda(quick=args.quick)
+        if cuda is None:
+            print("== own CUDA measurements: skipped (no CUDA device on this machine)")
+        else:
+            print(
+                "== own CUDA measurements (torch, random-weight GPT-2-shaped models; errors vs max reserved)"
+            )
+            print_cuda_report(cuda)
+            results["cuda"] = cuda
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

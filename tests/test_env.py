@@ -1,0 +1,181 @@
+"""FrenzyEnv: Gymnasium and stable-baselines3 conformance, masks, determinism, copies."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import frenzy_env  # noqa: F401  (registers the ids)
+from frenzy_env.env import ENV_PRESETS, FrenzyEnv
+from frenzy_env.errors import ConfigError
+
+SMALL = {"cluster": "frenzy-testbed", "workload": "synthetic-small"}
+
+
+def play(env, seed, n_steps, rng_seed=0):
+    """Masked-random play; returns the trajectory of (action, reward, obs checksum)."""
+    rng = np.random.default_rng(rng_seed)
+    obs, _ = env.reset(seed=seed)
+    traj = []
+    for _ in range(n_steps):
+        legal = np.flatnonzero(env.action_masks())
+        a = int(rng.choice(legal))
+        obs, r, term, trunc, info = env.step(a)
+        traj.append((a, r, float(sum(v.astype(np.float64).sum() for v in obs.values())), info["time"]))
+        if term or trunc:
+            break
+    return traj
+
+
+@pytest.mark.parametrize("preset", ENV_PRESETS, ids=lambda p: p.env_id)
+def test_gymnasium_check_env(preset):
+    from gymnasium.utils.env_checker import check_env
+
+    env = gym.make(preset.env_id, workload="synthetic-small")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(env.unwrapped, skip_render_check=True)
+
+
+@pytest.mark.parametrize("preset", ENV_PRESETS, ids=lambda p: p.env_id)
+def test_sb3_check_env(preset):
+    from stable_baselines3.common.env_checker import check_env
+
+    env = FrenzyEnv(cluster=preset.cluster, workload="synthetic-small")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(env, warn=True)
+
+
+def test_default_id_uses_shipped_trace():
+    env = gym.make("frenzy/HeteroCluster-v0")
+    obs, info = env.reset(seed=0)
+    assert env.unwrapped.cluster.name == "frenzy-testbed"
+    assert env.unwrapped.sim.num_jobs >= 500
+    assert obs["action_mask"].dtype == np.int8
+    assert (info["action_mask"] == env.unwrapped.action_masks()).all()
+
+
+def test_same_seed_same_trajectory():
+    a = play(FrenzyEnv(**SMALL), seed=3, n_steps=300)
+    b = play(FrenzyEnv(**SMALL), seed=3, n_steps=300)
+    assert a == b
+    c = play(FrenzyEnv(**SMALL), seed=4, n_steps=300)
+    assert a != c
+
+
+def test_every_masked_action_succeeds_and_illegal_are_penalised_noops():
+    env = FrenzyEnv(**SMALL, invalid_action_penalty=0.5)
+    env.reset(seed=1)
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        mask = env.action_masks()
+        illegal = np.flatnonzero(~mask)
+        if illegal.size:
+            a = int(rng.choice(illegal))
+            sim = env.sim
+            before = (sim.now, list(sim.queue), sim.state.free.copy(), len(sim.running))
+            _, r, term, trunc, info = env.step(a)
+            assert r == -0.5 and info["reward_components"]["invalid"] == -0.5
+            assert (sim.now, list(sim.queue), len(sim.running)) == (before[0], before[1], before[3])
+            assert (sim.state.free == before[2]).all()
+        legal = np.flatnonzero(env.action_masks())
+        _, _, term, trunc, _ = env.step(int(rng.choice(legal)))  # asserts inside step check agreement
+        env.sim.check_invariants()
+        if term or trunc:
+            break
+    assert env._invalid > 0
+    # out-of-range actions are no-ops too
+    if not env._needs_reset:
+        _, r, *_ = env.step(10**9)
+        assert r == -0.5
+
+
+def test_episode_ends_with_metrics_and_return_is_minus_total_jct():
+    env = FrenzyEnv(**SMALL, invalid_action_penalty=0.0)
+    env.reset(seed=0)
+    rng = np.random.default_rng(1)
+    total, term, info = 0.0, False, {}
+    while not term:
+        _, r, term, trunc, info = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
+        total += r
+        assert not trunc
+    m = info["metrics"]
+    assert m["finished"] + m["rejected"] == m["jobs"]
+    fin = [r for r in env.sim.records if r.finish_time == r.finish_time]
+    total_jct = sum(r.finish_time - r.submit_time for r in fin)
+    assert -total * 3600.0 == pytest.approx(total_jct, rel=1e-9)
+
+
+def test_auto_advance_leaves_a_real_choice():
+    env = FrenzyEnv(**SMALL)
+    env.reset(seed=0)
+    for _ in range(50):
+        mask = env.action_masks()
+        assert mask[1:].any() or env.sim.done
+        _, _, term, _, _ = env.step(0 if mask[0] else int(np.flatnonzero(mask)[0]))
+        if term:
+            break
+
+
+def test_deepcopy_and_pickle_mid_episode_continue_identically():
+    env = FrenzyEnv(**SMALL)
+    play(env, seed=2, n_steps=40)
+    twin = copy.deepcopy(env)
+    thawed = pickle.loads(pickle.dumps(env))
+    rng_actions = np.random.default_rng(5)
+    for _ in range(40):
+        a = int(rng_actions.choice(np.flatnonzero(env.action_masks())))
+        outs = [e.step(a) for e in (env, twin, thawed)]
+        for o in outs[1:]:
+            assert o[1] == outs[0][1] and o[2] == outs[0][2]
+            assert all((o[0][k] == outs[0][0][k]).all() for k in o[0])
+        if outs[0][2]:
+            break
+
+
+def test_unknown_keyword_and_bad_values_raise():
+    with pytest.raises(ConfigError, match="startup_tme"):
+        FrenzyEnv(**SMALL, startup_tme=1)
+    with pytest.raises(ConfigError, match="queue_slots"):
+        FrenzyEnv(**SMALL, queue_slots=0)
+    with pytest.raises(ConfigError, match="predictor"):
+        FrenzyEnv(**SMALL, predictor="psychic")
+
+
+def test_render_modes():
+    env = FrenzyEnv(**SMALL, render_mode="ansi")
+    env.reset(seed=0)
+    text = env.render()
+    assert "queued=" in text and "A100-80GB" in text
+    env = FrenzyEnv(**SMALL, render_mode="rgb_array")
+    env.reset(seed=0)
+    img = env.render()
+    assert img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] == 3
+
+
+def test_vector_envs_sync_and_async():
+    for mode in ("sync", "async"):
+        envs = gym.make_vec("frenzy/HeteroClusterSmall-v0", num_envs=2, vectorization_mode=mode)
+        obs, _ = envs.reset(seed=0)
+        assert obs["queue"].shape[0] == 2 and obs["queue"].ndim == 2
+        actions = np.zeros(2, dtype=np.int64)  # wait is always legal at the start (arrivals pending)
+        obs, r, term, trunc, info = envs.step(actions)
+        assert r.shape == (2,)
+        envs.close()
+
+
+def test_maskable_ppo_learns_a_few_hundred_steps():
+    from sb3_contrib import MaskablePPO
+
+    env = FrenzyEnv(**SMALL)
+    model = MaskablePPO("MultiInputPolicy", env, n_steps=64, batch_size=32, n_epochs=1, seed=0, verbose=0)
+    model.learn(total_timesteps=256)
+    obs, _ = env.reset(seed=0)
+    action, _ = model.predict(obs, action_masks=env.action_masks(), deterministic=True)
+    assert env.action_masks()[int(action)]

@@ -1,0 +1,152 @@
+"""The event-driven simulator on tiny instances whose schedules are worked out by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from frenzy_env.cluster import ClusterSpec
+from frenzy_env.errors import ConfigError
+from frenzy_env.models import get_model
+from frenzy_env.simulator import DONE, QUEUED, REJECTED, RUNNING, ClusterSimulator, SimConfig
+from frenzy_env.workload import JobSpec, Workload
+
+GPT2 = get_model("gpt2")
+
+
+def tiny_workload(iters=(1000.0, 2000.0, 500.0), submits=(0.0, 10.0, 20.0), model=GPT2, batch=8, seq=1024):
+    jobs = tuple(
+        JobSpec(job_id=i, submit_time=s, model=model, batch_size=batch, seq_len=seq, iterations=w)
+        for i, (w, s) in enumerate(zip(iters, submits))
+    )
+    return Workload(name="tiny", jobs=jobs)
+
+
+@pytest.fixture
+def sim():
+    cluster = ClusterSpec.homogeneous("A100-80GB", 2, 4)
+    return ClusterSimulator(cluster, tiny_workload(), SimConfig(startup_time=30.0, restart_overhead=10.0))
+
+
+def test_plan_slots(sim):
+    # one GPU type, counts 1, 2, 4, 8 (8 = the whole cluster)
+    assert sim.num_plans == 4
+    assert sim.plan_count.tolist() == [1, 2, 4, 8]
+    assert sim.pred_ok.all() and sim.true_ok.all()  # gpt2 at batch 8 fits anywhere on 80 GB
+
+
+def test_hand_computed_schedule(sim):
+    """2 nodes x 4 GPUs, 3 jobs. Job 0 on 4 GPUs at t=0, job 1 on 4 GPUs at t=10, job 2 waits for job 0.
+
+    Finish = start + startup (30 s) + iterations * iteration time of the plan (the simulator's iteration
+    time on a consolidated placement, read from its matrix).
+    """
+    p1, p4 = sim.plan_index("A100-80GB", 1), sim.plan_index("A100-80GB", 4)
+    it4 = sim.iter_time[0, p4]
+    it1 = sim.iter_time[2, p1]
+    assert sim.now == 0.0 and sim.queue == [0]
+    assert sim.start(0, p4)
+    assert sim.state.free.tolist() == [0, 4]  # best fit: one node, lowest index on ties
+    assert sim.advance() == 10.0  # job 1 arrives
+    assert sim.start(1, p4)
+    assert sim.state.free.tolist() == [0, 0]
+    assert sim.advance() == 10.0  # job 2 arrives at 20 and cannot start: no GPU free
+    assert not sim.start(2, p1)
+    assert sim.start_mask(np.array([2])).sum() == 0
+    f0 = 0.0 + 30.0 + 1000.0 * it4
+    f1 = 10.0 + 30.0 + 2000.0 * it4
+    sim.advance()
+    assert sim.now == pytest.approx(f0) and sim.status[0] == DONE
+    assert sim.start(2, p1)
+    f2 = f0 + 30.0 + 500.0 * it1
+    while not sim.done:
+        sim.advance()
+    fins = [r.finish_time for r in sim.records]
+    assert fins == pytest.approx([f0, f1, f2])
+    m = sim.metrics()
+    assert m["avg_jct"] == pytest.approx((f0 - 0 + f1 - 10 + f2 - 20) / 3)
+    assert m["makespan"] == pytest.approx(max(fins))
+    gpu_hours = (4 * f0 + 4 * (f1 - 10) + 1 * (f2 - f0)) / 3600
+    assert m["gpu_hours"] == pytest.approx(gpu_hours)
+    assert m["utilisation"] == pytest.approx(gpu_hours * 3600 / (8 * max(fins)))
+    sim.check_invariants()
+
+
+def test_resize_pays_overhead_and_keeps_progress():
+    cluster = ClusterSpec.homogeneous("A100-80GB", 2, 4)
+    sim = ClusterSimulator(cluster, tiny_workload(), SimConfig(startup_time=5.0, restart_overhead=10.0))
+    p2, p4 = sim.plan_index("A100-80GB", 2), sim.plan_index("A100-80GB", 4)
+    assert sim.start(0, p2)
+    assert not sim.resize(0, p4)  # still starting up (progress begins at t=5): refused
+    assert not sim.resize_mask(np.array([0])).any()
+    sim.advance()  # t = 10, job 1 arrives
+    assert not sim.resize(0, p2)  # same plan: refused
+    done = (10.0 - 5.0) / sim.iter_time[0, p2]  # iterations done at the 2-GPU speed since t=5
+    assert sim.progress(0) == pytest.approx(done)
+    assert sim.resize(0, p4)
+    assert sim.records[0].restarts == 1
+    # no progress for restart 10 s + startup 5 s, then the remaining iterations at the 4-GPU speed
+    expected = 10.0 + 15.0 + (1000.0 - done) * sim.iter_time[0, p4]
+    while sim.status[0] != DONE:
+        sim.advance()
+    assert sim.records[0].finish_time == pytest.approx(expected)
+    # GPU-hours: 2 GPUs for 10 s, then 4 GPUs until the finish
+    assert sim.records[0].gpu_seconds == pytest.approx(2 * 10.0 + 4 * (expected - 10.0))
+
+
+def test_preempt_returns_job_to_queue_in_arrival_order(sim):
+    p1 = sim.plan_index("A100-80GB", 1)
+    sim.advance()
+    sim.advance()  # all three arrived
+    assert sim.start(0, p1)
+    assert sim.preempt(0)
+    assert sim.queue == [0, 1, 2] and sim.status[0] == QUEUED
+    assert not sim.preempt(0)
+    sim.check_invariants()
+
+
+def test_oom_with_frenzy_predictor_then_learns():
+    """A plan the paper's formula passes but the extended estimator (the truth) rejects fails with OOM."""
+    model = get_model("gpt2-medium")
+    cluster = ClusterSpec.homogeneous("V100-16GB", 1, 8)
+    wl = tiny_workload(iters=(100.0,), submits=(0.0,), model=model, batch=8, seq=1024)
+    sim = ClusterSimulator(cluster, wl, SimConfig(predictor="frenzy", oom_delay=30.0))
+    bad = np.flatnonzero(sim.pred_ok[0] & ~sim.true_ok[0])
+    assert bad.size, "expected a plan where the paper's formula is optimistic"
+    plan = int(bad[0])
+    assert sim.start(0, plan)
+    assert sim.status[0] == RUNNING
+    sim.advance()
+    assert sim.now == 30.0 and sim.records[0].oom_failures == 1
+    assert sim.status[0] in (QUEUED, REJECTED)
+    assert sim.oom_known[0, plan] and not sim.start(0, plan)
+    sim.check_invariants()
+
+
+def test_job_that_fits_nowhere_is_rejected_with_reason():
+    model = get_model("llama-2-70b")
+    cluster = ClusterSpec.homogeneous("T4-16GB", 1, 2)
+    wl = tiny_workload(iters=(10.0,), submits=(0.0,), model=model, batch=8, seq=4096)
+    sim = ClusterSimulator(cluster, wl)
+    assert sim.done and sim.status[0] == REJECTED
+    assert "GiB" in sim.records[0].rejected_reason
+    assert math.isnan(sim.metrics()["avg_jct"])
+
+
+def test_illegal_actions_change_nothing(sim):
+    before = (sim.state.free.copy(), list(sim.queue))
+    assert not sim.start(1, 0)  # not arrived yet
+    assert not sim.start(0, 99)  # no such plan
+    assert not sim.resize(0, 0)  # not running
+    assert (sim.state.free == before[0]).all() and sim.queue == before[1]
+
+
+def test_config_errors():
+    with pytest.raises(ConfigError, match="predictor"):
+        SimConfig(predictor="magic")
+    with pytest.raises(ConfigError, match="startup_tme"):
+        SimConfig.from_dict({"startup_tme": 3})
+    with pytest.raises(ConfigError, match="startup_time"):
+        SimConfig(startup_time=-1)
