@@ -53,6 +53,11 @@ def _add_evaluate(sub: Any) -> None:
     p.add_argument("--max-jobs", type=_positive_int, default=None, help="keep the first N jobs")
     p.add_argument("--seeds", type=_positive_int, default=3, help="number of seeds (0..N-1); default 3")
     p.add_argument("--predictor", choices=("frenzy", "extended", "oracle"), default="extended")
+    p.add_argument(
+        "--model", type=Path, default=None,
+        help="MaskablePPO zip for the 'ppo' policy (default: the model shipped in agents/models). "
+        "Loading a model runs pickle: only load files you trust.",
+    )
     p.add_argument("--out", type=Path, default=None, help="directory for jobs.csv, episodes.csv, summary.*")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -88,10 +93,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     cluster = ClusterSpec.preset(args.cluster)
     names = args.policies or default_policies()
     for name in names:
-        if name not in POLICIES:
+        if name not in POLICIES and name != "ppo":
             from frenzy_env.errors import unknown_name
 
-            raise unknown_name("policy (--policies)", name, POLICIES)
+            raise unknown_name("policy (--policies)", name, [*POLICIES, "ppo"])
+    if args.model is not None and "ppo" not in names:
+        raise FrenzyError("--model is only used by the 'ppo' policy; add ppo to --policies")
     workloads, factory = _workload_factory(args)
 
     def make_env(workload: str) -> FrenzyEnv:
@@ -106,7 +113,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             jobs.to_csv(out / "jobs.csv", index=False)
             episodes.to_csv(out / "episodes.csv", index=False)
 
-    policies = {name: (lambda env, n=name: make_policy(n, env)) for name in names}
+    def policy_factory(name: str) -> Any:
+        if name == "ppo":
+            from agents.ppo import load_policy
+
+            return lambda env: load_policy(env, args.model)
+        return lambda env: make_policy(name, env)
+
+    policies = {name: policy_factory(name) for name in names}
     jobs, episodes = evaluate(
         make_env, policies, workloads, range(args.seeds), progress=not args.no_progress, on_episode=save
     )
