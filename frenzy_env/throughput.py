@@ -3,11 +3,12 @@
 Analytic model (one training iteration of global batch ``B`` sequences of ``s`` tokens, ``dp`` data-parallel
 replicas of ``tp`` tensor-parallel GPUs each, ``n = dp * tp`` GPUs of one type)::
 
-    t = t_compute + t_tp + t_dp
+    t = t_compute + t_tp + t_dp + t_overhead
 
-    t_compute = flops_per_token(s) * B * s / (n * peak * utilisation)
-    t_tp      = layers * 4 * 2 (tp - 1) / tp * (B / dp) * s * hidden * 2 bytes / intra_node_bw
-    t_dp      = 2 (dp - 1) / dp * (num_params / tp) * 2 bytes / link_bw
+    t_compute  = flops_per_token(s) * B * s / (n * peak * utilisation)
+    t_tp       = layers * 4 * 2 (tp - 1) / tp * (B / dp) * s * hidden * 2 bytes / (intra_node_bw * eff)
+    t_dp       = 2 (dp - 1) / dp * (num_params / tp) * 2 bytes / (link_bw * eff) + 2 (dp - 1) * hop_latency
+    t_overhead = overhead (a constant, seconds)
 
 - ``t_compute``: training FLOPs (forward + backward, from :meth:`ModelSpec.flops_per_token`) spread evenly
   over the GPUs at a fixed fraction of the dense peak, :data:`DEFAULT_UTILISATION` = 0.4 (model FLOPs
@@ -18,10 +19,29 @@ replicas of ``tp`` tensor-parallel GPUs each, ``n = dp * tp`` GPUs of one type):
   intra-node link (NVLink or PCIe).
 - ``t_dp``: ring all-reduce of the fp16 gradient shard (``num_params / tp`` values, 2 bytes each) over the
   slowest link the placement crosses: the intra-node link when the job sits on one node, else the
-  per-GPU network bandwidth ``inter_node_gbps``.
+  per-GPU network bandwidth ``inter_node_gbps``; plus a latency of ``hop_latency`` per ring step (a ring
+  all-reduce over ``dp`` GPUs takes ``2 (dp - 1)`` steps), zero at ``dp = 1``.
+- ``eff`` (:data:`DEFAULT_COMM_EFFICIENCY`): fraction of the link bandwidth a ring all-reduce achieves.
+- ``t_overhead`` (:data:`DEFAULT_OVERHEAD_S`): fixed per-iteration cost independent of the plan (optimizer
+  step launch, data loading, host synchronisation), paid even on one GPU.
 
-Compute and communication are not overlapped (a conservative upper bound on time); there is no fixed
-per-iteration latency. Bandwidths in the catalogue are GB/s (1e9 bytes/s) per direction.
+Calibration (``scripts/compare_throughput.py --fit``): the constants were fitted by
+:func:`scipy.optimize.least_squares` on log speeds of the measured ElasticFlow A100 curves (pkusys/ElasticFlow
+``throughputs_A100``: GPT-2 124M at global batch 128/256, BERT-base at 64/128, pure data parallelism on 1..64
+GPUs, 8 per node), residuals = log shape error ``speed(w)/speed(1)`` + 0.1 x log absolute error. The CSVs do
+not record the sequence length; 1-GPU GPT-2 at batch 128 runs 7.3 it/s, which at s = 1024 would need
+~700 TFLOP/s, so the effective tokens per sequence (at :data:`DEFAULT_UTILISATION`) were fitted too:
+~240 for GPT-2 and ~290 for BERT (e.g. s = 128 at ~20 % MFU). Fitted: overhead 60 ms, hop latency 140 us.
+The curves hardly constrain the bandwidth factor (the shape error moves by < 1 point for eff in 0.7..1.0;
+left free the fit runs to the bound, since PyTorch DDP overlaps the all-reduce with the backward pass), so
+``eff`` is fixed at 0.8, the usual NCCL ring bus bandwidth / link peak, and the rest fitted with it. The
+hop latency is ~10x a raw NCCL ring step: it also absorbs DDP's gradient bucketing (~10-20 all-reduces per
+iteration for these models) and framework synchronisation, measured only on data-parallel jobs, so it is
+applied to the data-parallel gradient all-reduce only (not to the small, NVLink-local tensor-parallel
+all-reduces). Shape error after calibration: within 15 % at every measured point (before: up to +1070 %).
+
+Compute and communication are not overlapped (a conservative upper bound on time). Bandwidths in the
+catalogue are GB/s (1e9 bytes/s) per direction.
 
 Speed model of Capes et al. (arXiv 1908.08082), iterations per second at ``w`` workers::
 
@@ -36,6 +56,7 @@ returns the vertex with ``th2 = 0`` whenever ``th0 >= th2 n / m`` allows it).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,17 +65,36 @@ from frenzy_env.cluster import GPUType, get_gpu_type
 from frenzy_env.models import ModelSpec, get_model
 
 DEFAULT_UTILISATION = 0.4
+#: fixed per-iteration overhead in seconds (optimizer step launch, data loading, synchronisation); fitted
+DEFAULT_OVERHEAD_S = 0.060
+#: fraction of the link bandwidth achieved by ring all-reduce (NCCL bus bandwidth / link peak); fixed, see above
+DEFAULT_COMM_EFFICIENCY = 0.8
+#: seconds per ring step of the data-parallel gradient all-reduce (2 (dp - 1) steps); fitted
+DEFAULT_HOP_LATENCY_S = 140e-6
 BYTES_PER_VALUE = 2  # fp16 / bf16 activations and gradients
 TP_ALLREDUCES_PER_LAYER = 4  # Megatron: 2 in the forward pass, 2 in the backward pass
 
 
-def _check_common(batch_size: int, seq_len: int, utilisation: float) -> None:
+def _check_common(
+    batch_size: int,
+    seq_len: int,
+    utilisation: float,
+    overhead_s: float = 0.0,
+    comm_efficiency: float = 1.0,
+    hop_latency_s: float = 0.0,
+) -> None:
     if int(batch_size) != batch_size or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
     if int(seq_len) != seq_len or seq_len < 1:
         raise ValueError(f"seq_len must be a positive integer, got {seq_len}")
     if not 0.0 < utilisation <= 1.0:
         raise ValueError(f"utilisation must be in (0, 1], got {utilisation}")
+    if not 0.0 < comm_efficiency <= 1.0:
+        raise ValueError(f"comm_efficiency must be in (0, 1], got {comm_efficiency}")
+    if not (math.isfinite(overhead_s) and overhead_s >= 0.0):
+        raise ValueError(f"overhead_s must be a finite non-negative number, got {overhead_s}")
+    if not (math.isfinite(hop_latency_s) and hop_latency_s >= 0.0):
+        raise ValueError(f"hop_latency_s must be a finite non-negative number, got {hop_latency_s}")
 
 
 def iteration_time_array(
@@ -67,6 +107,9 @@ def iteration_time_array(
     tp: np.ndarray,
     nodes_spanned: np.ndarray | int = 1,
     utilisation: float = DEFAULT_UTILISATION,
+    overhead_s: float = DEFAULT_OVERHEAD_S,
+    comm_efficiency: float = DEFAULT_COMM_EFFICIENCY,
+    hop_latency_s: float = DEFAULT_HOP_LATENCY_S,
 ) -> np.ndarray:
     """Seconds per iteration for many plans at once.
 
@@ -80,6 +123,11 @@ def iteration_time_array(
     nodes_spanned: (P,) or scalar, nodes the placement touches; > 1 sends the data-parallel all-reduce over
         the network.
     utilisation: fraction of the dense peak reached by compute.
+    overhead_s: fixed per-iteration overhead, seconds (:data:`DEFAULT_OVERHEAD_S`).
+    comm_efficiency: fraction of link bandwidth achieved by all-reduce, in (0, 1]
+        (:data:`DEFAULT_COMM_EFFICIENCY`).
+    hop_latency_s: latency per ring step of the data-parallel all-reduce, seconds
+        (:data:`DEFAULT_HOP_LATENCY_S`).
 
     Returns
     -------
@@ -88,7 +136,7 @@ def iteration_time_array(
     """
     model = get_model(model)
     g = get_gpu_type(gpu)
-    _check_common(batch_size, seq_len, utilisation)
+    _check_common(batch_size, seq_len, utilisation, overhead_s, comm_efficiency, hop_latency_s)
     dp_a, tp_a, span = np.broadcast_arrays(
         np.asarray(dp, dtype=np.float64), np.asarray(tp, dtype=np.float64), np.asarray(nodes_spanned)
     )  # (P,) each
@@ -108,14 +156,14 @@ def iteration_time_array(
         * (tp_s - 1.0)
         / tp_s
         * act_bytes
-        / (g.intra_node_gbps * 1e9)
+        / (g.intra_node_gbps * 1e9 * comm_efficiency)
     )
 
-    link = np.where(span > 1, g.inter_node_gbps, g.intra_node_gbps) * 1e9
+    link = np.where(span > 1, g.inter_node_gbps, g.intra_node_gbps) * (1e9 * comm_efficiency)
     grad_bytes = float(model.num_params) / tp_s * BYTES_PER_VALUE
-    t_dp = 2.0 * (dp_s - 1.0) / dp_s * grad_bytes / link
+    t_dp = 2.0 * (dp_s - 1.0) / dp_s * grad_bytes / link + 2.0 * (dp_s - 1.0) * hop_latency_s
 
-    return np.where(bad, np.inf, t_compute + t_tp + t_dp)
+    return np.where(bad, np.inf, t_compute + t_tp + t_dp + overhead_s)
 
 
 def iteration_time(
@@ -128,6 +176,9 @@ def iteration_time(
     tp: int,
     nodes_spanned: int = 1,
     utilisation: float = DEFAULT_UTILISATION,
+    overhead_s: float = DEFAULT_OVERHEAD_S,
+    comm_efficiency: float = DEFAULT_COMM_EFFICIENCY,
+    hop_latency_s: float = DEFAULT_HOP_LATENCY_S,
 ) -> float:
     """Seconds per iteration of one plan; see the module docstring for the formula.
 
@@ -151,6 +202,9 @@ def iteration_time(
         tp=np.array([tp]),
         nodes_spanned=np.array([nodes_spanned]),
         utilisation=utilisation,
+        overhead_s=overhead_s,
+        comm_efficiency=comm_efficiency,
+        hop_latency_s=hop_latency_s,
     )
     return float(out[0])
 
@@ -222,6 +276,9 @@ def speed_model_from_throughput(
     max_workers: int = 64,
     gpus_per_node: int = 8,
     utilisation: float = DEFAULT_UTILISATION,
+    overhead_s: float = DEFAULT_OVERHEAD_S,
+    comm_efficiency: float = DEFAULT_COMM_EFFICIENCY,
+    hop_latency_s: float = DEFAULT_HOP_LATENCY_S,
 ) -> SpeedModel:
     """Fit :class:`SpeedModel` to the analytic model's pure data-parallel speeds at w = 1..max_workers.
 
@@ -239,5 +296,8 @@ def speed_model_from_throughput(
         tp=np.ones_like(w),
         nodes_spanned=span,
         utilisation=utilisation,
+        overhead_s=overhead_s,
+        comm_efficiency=comm_efficiency,
+        hop_latency_s=hop_latency_s,
     )
     return fit_speed_model(w, 1.0 / t, m=batch_size, n=model.num_params)

@@ -1,15 +1,21 @@
-"""Compare the throughput model's scaling shape with measured A100 throughputs (ElasticFlow).
+"""Compare the throughput model's scaling shape with measured A100 throughputs (ElasticFlow); calibrate it.
 
 Reads ``shared/data/throughput/elasticflow_a100/{gpt2,bert}.csv`` (iterations/s at 1..64 A100 GPUs for
-given global batch sizes; Apache-2.0, pkusys/ElasticFlow) and prints, for every measured point, the
-relative error of the scaling shape ``speed(w) / speed(1)``:
+given global batch sizes; Apache-2.0, pkusys/ElasticFlow) and prints, for every measured point, model vs
+measured speed-up ``speed(w) / speed(1)`` and its relative error for
 
-(a) the analytic model of :mod:`frenzy_env.throughput` (pure data parallelism, 8 GPUs per node, A100-80GB)
-    for the GPT-2 (124M) shape, and for BERT a BERT-base shape, at the CSV's global batch sizes;
-(b) the Capes et al. speed model f(w) fitted by NNLS to the measured points themselves (shape error, and
-    the error on the absolute speed).
+- *before*: the uncalibrated analytic model (no per-iteration overhead, full link bandwidth, no all-reduce
+  latency) at the nominal sequence lengths (GPT-2 1024, BERT 512);
+- *after*: the calibrated model (:data:`frenzy_env.throughput.DEFAULT_OVERHEAD_S`,
+  ``DEFAULT_COMM_EFFICIENCY``, ``DEFAULT_HOP_LATENCY_S``) at the fitted effective sequence lengths
+  (:data:`FITTED_SEQ_LEN`; the CSVs do not record them);
+- the Capes et al. speed model f(w) fitted by NNLS to the measured points themselves (``--nnls``).
 
-Usage: ``python scripts/compare_throughput.py [--data DIR] [--seq-len 1024] [--bert-seq-len 512]``
+Pure data parallelism, 8 GPUs per node, A100-80GB; GPT-2 is the catalogue's GPT-2 small (124M), BERT a
+BERT-base shape. ``--fit`` re-runs the calibration (:func:`fit_constants`), ``--llm`` prints the 8 -> 64 GPU
+speed-up of large LLM jobs under the calibrated model.
+
+Usage: ``python scripts/compare_throughput.py [--data DIR] [--fit] [--llm] [--nnls]``
 """
 
 from __future__ import annotations
@@ -20,8 +26,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from frenzy_env.models import custom_model, get_model
-from frenzy_env.throughput import fit_speed_model, iteration_time_array
+from frenzy_env.models import ModelSpec, custom_model, get_model
+from frenzy_env.throughput import (
+    DEFAULT_COMM_EFFICIENCY,
+    DEFAULT_HOP_LATENCY_S,
+    DEFAULT_OVERHEAD_S,
+    fit_speed_model,
+    iteration_time_array,
+)
 
 DEFAULT_DATA = (
     Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "throughput" / "elasticflow_a100"
@@ -32,9 +44,39 @@ GPUS_PER_NODE = 8
 BERT_BASE = custom_model(
     vocab_size=30522, hidden=768, layers=12, heads=12, max_seq_len=512, arch="encoder", name="bert-base"
 )
+#: nominal sequence lengths (the "before" assumption)
+NOMINAL_SEQ_LEN = {"gpt2": 1024, "bert": 512}
+#: effective tokens per sequence at DEFAULT_UTILISATION, fitted together with the throughput constants
+FITTED_SEQ_LEN = {"gpt2": 240, "bert": 290}
+#: residual weight of the log absolute-speed error relative to the log shape error in :func:`fit_constants`
+ABS_WEIGHT = 0.1
+UNCALIBRATED = {"overhead_s": 0.0, "comm_efficiency": 1.0, "hop_latency_s": 0.0}
+CALIBRATED = {
+    "overhead_s": DEFAULT_OVERHEAD_S,
+    "comm_efficiency": DEFAULT_COMM_EFFICIENCY,
+    "hop_latency_s": DEFAULT_HOP_LATENCY_S,
+}
 
 
-def analytic_speeds(model, batch: int, seq_len: int, workers: np.ndarray) -> np.ndarray:
+def model_for(stem: str) -> ModelSpec:
+    return BERT_BASE if stem == "bert" else get_model(stem)
+
+
+def load_curves(data: Path) -> list[tuple[str, int, np.ndarray, np.ndarray]]:
+    """[(stem, global batch, workers (W,), measured iterations/s (W,))] for gpt2 and bert."""
+    out = []
+    for stem in ("gpt2", "bert"):
+        path = data / f"{stem}.csv"
+        if not path.exists():
+            continue
+        table = pd.read_csv(path)
+        workers = np.array([int(c) for c in table.columns[1:]])  # (W,)
+        for _, row in table.iterrows():
+            out.append((stem, int(row.iloc[0]), workers, row.iloc[1:].to_numpy(dtype=float)))
+    return out
+
+
+def analytic_speeds(model, batch: int, seq_len: int, workers: np.ndarray, **constants: float) -> np.ndarray:
     """(W,) iterations/s of the analytic model at ``workers`` data-parallel GPUs."""
     t = iteration_time_array(
         model,
@@ -44,56 +86,141 @@ def analytic_speeds(model, batch: int, seq_len: int, workers: np.ndarray) -> np.
         dp=workers,
         tp=np.ones_like(workers),
         nodes_spanned=-(-workers // GPUS_PER_NODE),
+        **constants,
     )
     return 1.0 / t
 
 
-def fmt(values: np.ndarray) -> str:
-    return " ".join(f"{v:+7.1%}" for v in values)
+def shape_errors(stem: str, batch: int, workers: np.ndarray, measured: np.ndarray, seq_len: int,
+                 **constants: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(model speed-up (W,), measured speed-up (W,), relative shape error (W,))."""
+    model = analytic_speeds(model_for(stem), batch, seq_len, workers, **constants)
+    shape_model = model / model[0]
+    shape_meas = measured / measured[0]
+    return shape_model, shape_meas, shape_model / shape_meas - 1.0
 
 
-def compare(path: Path, model, seq_len: int) -> dict[str, list[float]]:
-    table = pd.read_csv(path)
-    workers = np.array([int(c) for c in table.columns[1:]])  # (W,)
-    print(f"\n== {path.name}: model {model.name} ({model.num_params / 1e6:.0f}M), seq_len {seq_len}, {GPU}")
-    print(f"{'':28s}" + " ".join(f"{'w=' + str(w):>7s}" for w in workers))
-    out: dict[str, list[float]] = {}
-    for _, row in table.iterrows():
-        batch = int(row.iloc[0])
-        measured = row.iloc[1:].to_numpy(dtype=float)  # (W,) iterations/s
-        shape_meas = measured / measured[0]
-        shape_model = analytic_speeds(model, batch, seq_len, workers)
-        shape_model = shape_model / shape_model[0]
-        fit = fit_speed_model(workers, measured, m=batch, n=model.num_params)
-        fitted = np.asarray(fit(workers))
-        err_a = shape_model / shape_meas - 1.0
-        err_b = (fitted / fitted[0]) / shape_meas - 1.0
-        err_abs = fitted / measured - 1.0
-        print(f"B={batch:<4d} measured speedup      " + " ".join(f"{v:7.2f}" for v in shape_meas))
-        print(f"B={batch:<4d} analytic speedup      " + " ".join(f"{v:7.2f}" for v in shape_model))
-        print(f"B={batch:<4d} (a) analytic shape err " + fmt(err_a))
-        print(f"B={batch:<4d} (b) NNLS f(w) shape err" + fmt(err_b))
-        print(f"B={batch:<4d} (b) NNLS f(w) speed err" + fmt(err_abs))
-        print(
-            f"       theta = {', '.join(f'{t:.3g}' for t in fit.theta)}; mean |err| (a) "
-            f"{np.abs(err_a).mean():.1%}, (b) shape {np.abs(err_b).mean():.1%}, "
-            f"speed {np.abs(err_abs).mean():.1%}"
-        )
-        out[f"{path.stem}-{batch}"] = [float(np.abs(err_a).mean()), float(np.abs(err_abs).mean())]
+def fmt(values: np.ndarray, pct: bool = True) -> str:
+    return " ".join(f"{v:+7.1%}" if pct else f"{v:7.2f}" for v in values)
+
+
+def compare(curves, nnls: bool = False) -> dict[str, tuple[float, float]]:
+    """Print before/after tables; returns {curve: (max |shape err| before, after)}."""
+    out: dict[str, tuple[float, float]] = {}
+    last = None
+    for stem, batch, workers, measured in curves:
+        model = model_for(stem)
+        if stem != last:
+            print(
+                f"\n== {stem}.csv: {model.name} ({model.num_params / 1e6:.0f}M), {GPU}; before: seq "
+                f"{NOMINAL_SEQ_LEN[stem]}, uncalibrated; after: seq {FITTED_SEQ_LEN[stem]}, calibrated"
+            )
+            print(f"{'':30s}" + " ".join(f"{'w=' + str(w):>7s}" for w in workers))
+            last = stem
+        _, meas, err_b = shape_errors(stem, batch, workers, measured, NOMINAL_SEQ_LEN[stem], **UNCALIBRATED)
+        after, _, err_a = shape_errors(stem, batch, workers, measured, FITTED_SEQ_LEN[stem], **CALIBRATED)
+        speed_a = analytic_speeds(model, batch, FITTED_SEQ_LEN[stem], workers, **CALIBRATED)
+        print(f"B={batch:<4d} measured speed-up        " + fmt(meas, pct=False))
+        print(f"B={batch:<4d} model speed-up (after)   " + fmt(after, pct=False))
+        print(f"B={batch:<4d} shape err (before)       " + fmt(err_b))
+        print(f"B={batch:<4d} shape err (after)        " + fmt(err_a))
+        print(f"B={batch:<4d} it/s err (after)         " + fmt(speed_a / measured - 1.0))
+        if nnls:
+            fit = fit_speed_model(workers, measured, m=batch, n=model.num_params)
+            fitted = np.asarray(fit(workers))
+            print(f"B={batch:<4d} NNLS f(w) shape err      " + fmt((fitted / fitted[0]) / meas - 1.0))
+            print(f"       NNLS theta = {', '.join(f'{t:.3g}' for t in fit.theta)}")
+        out[f"{stem}-{batch}"] = (float(np.abs(err_b).max()), float(np.abs(err_a).max()))
+        print(f"       max |shape err| before {out[f'{stem}-{batch}'][0]:.1%}, after {out[f'{stem}-{batch}'][1]:.1%}")
     return out
+
+
+def fit_constants(curves, comm_efficiency: float = DEFAULT_COMM_EFFICIENCY) -> dict[str, float]:
+    """Least-squares calibration of overhead, hop latency and the effective sequence lengths.
+
+    Residuals: log shape error + ``ABS_WEIGHT`` x log absolute-speed error at every measured point;
+    ``comm_efficiency`` is held fixed (the curves barely constrain it, see :mod:`frenzy_env.throughput`).
+    The sequence lengths enter continuously (FLOPs per token are affine in s).
+    """
+    from scipy.optimize import least_squares
+
+    stems = sorted({c[0] for c in curves})
+
+    def flops_per_token(model: ModelSpec, s: float) -> float:
+        a, b = model.flops_per_token(128), model.flops_per_token(256)
+        return a + (b - a) * (s - 128.0) / 128.0
+
+    def times(params: np.ndarray, stem: str, batch: int, workers: np.ndarray) -> np.ndarray:
+        overhead, latency = params[0], params[1] * 1e-6
+        s = params[2 + stems.index(stem)]
+        model = model_for(stem)
+        # compute at the continuous s: the analytic model at s=1 rescaled (everything else is s-free for dp)
+        base = 1.0 / analytic_speeds(
+            model, batch, 1, workers, overhead_s=overhead, comm_efficiency=comm_efficiency,
+            hop_latency_s=latency,
+        )
+        c1 = model.flops_per_token(1) * batch / (workers * 312e12 * 0.4)
+        return base - c1 + flops_per_token(model, s) * batch * s / (workers * 312e12 * 0.4)
+
+    def residuals(params: np.ndarray) -> np.ndarray:
+        res = []
+        for stem, batch, workers, measured in curves:
+            speed = 1.0 / times(params, stem, batch, workers)
+            res.append(np.log(speed / speed[0]) - np.log(measured / measured[0]))
+            res.append(ABS_WEIGHT * (np.log(speed) - np.log(measured)))
+        return np.concatenate(res)
+
+    x0 = np.array([0.03, 20.0] + [256.0] * len(stems))
+    lo = np.array([0.0, 0.0] + [8.0] * len(stems))
+    hi = np.array([1.0, 1e4] + [4096.0] * len(stems))
+    fit = least_squares(residuals, x0, bounds=(lo, hi))
+    out = {"overhead_s": float(fit.x[0]), "hop_latency_s": float(fit.x[1]) * 1e-6,
+           "comm_efficiency": comm_efficiency}
+    out.update({f"seq_len_{s}": float(v) for s, v in zip(stems, fit.x[2:])})
+    return out
+
+
+def llm_scaling() -> None:
+    """Print the 8 -> 64 GPU speed-up of large LLM jobs at fixed tp (memory not checked: the memory model
+    has no micro-batching, so at these global batches no layout fits) and at the fastest tp in 1..8."""
+    print("\n== LLM scaling, calibrated model: speed(64 GPUs) / speed(8 GPUs) at tp = 1, 2, 4, 8; fastest tp")
+    tps = np.array([1, 2, 4, 8])
+    for gpu in ("A100-80GB", "H100-80GB"):
+        for name in ("llama-7b", "llama-2-70b"):
+            for batch in (256, 1024):
+                for seq in (2048, 4096):
+                    t = {
+                        n: iteration_time_array(
+                            name, batch_size=batch, seq_len=seq, gpu=gpu, dp=n // tps, tp=tps,
+                            nodes_spanned=max(1, n // GPUS_PER_NODE),
+                        )  # (4,)
+                        for n in (8, 64)
+                    }
+                    ratio = t[8] / t[64]
+                    best = t[8].min() / t[64].min()
+                    print(
+                        f"{gpu:10s} {name:12s} B={batch:<5d} s={seq:<5d} "
+                        + " ".join(f"{r:5.2f}x" for r in ratio)
+                        + f"  fastest {best:5.2f}x  ({t[64].min():.2f} s/it at 64)"
+                    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--seq-len", type=int, default=1024, help="GPT-2 sequence length (not in the CSV)")
-    parser.add_argument("--bert-seq-len", type=int, default=512, help="BERT sequence length (not in the CSV)")
+    parser.add_argument("--fit", action="store_true", help="re-run the calibration and print the constants")
+    parser.add_argument("--llm", action="store_true", help="print LLM 8 -> 64 GPU speed-ups")
+    parser.add_argument("--nnls", action="store_true", help="also fit the Capes et al. f(w) to each curve")
     args = parser.parse_args()
     if not (args.data / "gpt2.csv").exists():
         raise SystemExit(f"no measured throughputs at {args.data} (pass --data)")
-    compare(args.data / "gpt2.csv", get_model("gpt2"), args.seq_len)
-    if (args.data / "bert.csv").exists():
-        compare(args.data / "bert.csv", BERT_BASE, args.bert_seq_len)
+    curves = load_curves(args.data)
+    if args.fit:
+        fitted = fit_constants(curves)
+        print("fitted constants:", ", ".join(f"{k}={v:.4g}" for k, v in fitted.items()))
+    compare(curves, nnls=args.nnls)
+    if args.llm:
+        llm_scaling()
 
 
 if __name__ == "__main__":

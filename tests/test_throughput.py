@@ -1,11 +1,17 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pandas as pd
 import pytest
 
 from frenzy_env.cluster import GPUType
 from frenzy_env.models import custom_model, get_model
 from frenzy_env.throughput import (
+    DEFAULT_COMM_EFFICIENCY,
+    DEFAULT_HOP_LATENCY_S,
+    DEFAULT_OVERHEAD_S,
     DEFAULT_UTILISATION,
     SpeedModel,
     fit_speed_model,
@@ -38,18 +44,36 @@ def test_tiny_configuration_by_hand():
     # Plan: B=8, s=16, dp=2, tp=2 (4 GPUs), two nodes, utilisation 0.5, peak 1 TFLOP/s.
     # compute: 998,400 * 8*16 / (4 * 1e12 * 0.5) = 127,795,200 / 2e12 = 6.38976e-5 s
     # TP: l * 4 all-reduces * 2(t-1)/t=1 * (B/dp=4)*16*64*2 bytes = 2*4*1*8,192 B = 65,536 B over 1 GB/s
-    #   = 6.5536e-5 s
-    # DP: 2(d-1)/d=1 * (165,120 / tp=2) * 2 bytes = 165,120 B over the network 0.5 GB/s = 3.3024e-4 s
-    expected = 6.38976e-5 + 6.5536e-5 + 3.3024e-4  # = 4.596736e-4
+    #   = 6.5536e-5 s at full bandwidth
+    # DP: 2(d-1)/d=1 * (165,120 / tp=2) * 2 bytes = 165,120 B over the network 0.5 GB/s = 3.3024e-4 s at full
+    #   bandwidth, plus 2(d-1) = 2 ring steps of latency
+    # uncalibrated (no overhead, full bandwidth, no latency): the bare sum
+    bare = dict(overhead_s=0.0, comm_efficiency=1.0, hop_latency_s=0.0)
+    t = iteration_time(
+        TINY, batch_size=8, seq_len=16, gpu=TOY_GPU, dp=2, tp=2, nodes_spanned=2, utilisation=0.5, **bare
+    )
+    assert t == pytest.approx(6.38976e-5 + 6.5536e-5 + 3.3024e-4, rel=1e-12)  # = 4.596736e-4
+    # calibrated defaults: overhead 0.060 s, bandwidth efficiency 0.8, 140 us per ring step
+    assert (DEFAULT_OVERHEAD_S, DEFAULT_COMM_EFFICIENCY, DEFAULT_HOP_LATENCY_S) == (0.060, 0.8, 140e-6)
+    # TP 6.5536e-5 / 0.8 = 8.192e-5; DP 3.3024e-4 / 0.8 = 4.128e-4 plus 2 * 140e-6 = 2.8e-4; overhead 0.06
+    expected = 6.38976e-5 + 8.192e-5 + 4.128e-4 + 2.8e-4 + 0.060  # = 6.08386176e-2
     t = iteration_time(
         TINY, batch_size=8, seq_len=16, gpu=TOY_GPU, dp=2, tp=2, nodes_spanned=2, utilisation=0.5
     )
     assert t == pytest.approx(expected, rel=1e-12)
-    # on one node the DP all-reduce uses the 1 GB/s intra-node link: 1.6512e-4 s
+    assert t - 0.060 == pytest.approx(expected - 0.060, rel=1e-9)  # the small terms, not just the overhead
+    # on one node the DP all-reduce uses the 1 GB/s intra-node link: 1.6512e-4 / 0.8 = 2.064e-4 s + 2.8e-4
     t1 = iteration_time(
         TINY, batch_size=8, seq_len=16, gpu=TOY_GPU, dp=2, tp=2, nodes_spanned=1, utilisation=0.5
     )
-    assert t1 == pytest.approx(6.38976e-5 + 6.5536e-5 + 1.6512e-4, rel=1e-12)
+    assert t1 == pytest.approx(6.38976e-5 + 8.192e-5 + 2.064e-4 + 2.8e-4 + 0.060, rel=1e-12)
+    assert t1 - 0.060 == pytest.approx(6.38976e-5 + 8.192e-5 + 2.064e-4 + 2.8e-4, rel=1e-9)
+    # explicit constants: overhead 0.01 s, efficiency 0.5, 1e-3 s per step
+    t2 = iteration_time(
+        TINY, batch_size=8, seq_len=16, gpu=TOY_GPU, dp=2, tp=2, nodes_spanned=2, utilisation=0.5,
+        overhead_s=0.01, comm_efficiency=0.5, hop_latency_s=1e-3,
+    )
+    assert t2 == pytest.approx(6.38976e-5 + 2 * 6.5536e-5 + 2 * 3.3024e-4 + 2e-3 + 0.01, rel=1e-12)
 
 
 def test_array_matches_scalar_and_marks_impossible_plans():
@@ -80,7 +104,7 @@ def test_array_matches_scalar_and_marks_impossible_plans():
 def test_single_gpu_is_pure_compute_and_crossing_nodes_is_slower():
     t = iteration_time("gpt2", batch_size=16, seq_len=1024, gpu="A100-80GB", dp=1, tp=1)
     flops = 16 * 1024 * get_model("gpt2").flops_per_token(1024)
-    assert t == pytest.approx(flops / (312e12 * 0.4))
+    assert t == pytest.approx(flops / (312e12 * 0.4) + DEFAULT_OVERHEAD_S)
     one = iteration_time("gpt2", batch_size=16, seq_len=1024, gpu="A100-80GB", dp=8, tp=1, nodes_spanned=1)
     two = iteration_time("gpt2", batch_size=16, seq_len=1024, gpu="A100-80GB", dp=8, tp=1, nodes_spanned=2)
     assert two > one
@@ -95,6 +119,12 @@ def test_bad_scalar_arguments():
         iteration_time("gpt2", batch_size=0, seq_len=128, gpu="A100-80GB", dp=1, tp=1)
     with pytest.raises(ValueError, match="utilisation"):
         iteration_time("gpt2", batch_size=4, seq_len=128, gpu="A100-80GB", dp=1, tp=1, utilisation=1.5)
+    with pytest.raises(ValueError, match="comm_efficiency"):
+        iteration_time("gpt2", batch_size=4, seq_len=128, gpu="A100-80GB", dp=1, tp=1, comm_efficiency=0.0)
+    with pytest.raises(ValueError, match="overhead_s"):
+        iteration_time("gpt2", batch_size=4, seq_len=128, gpu="A100-80GB", dp=1, tp=1, overhead_s=-1.0)
+    with pytest.raises(ValueError, match="hop_latency_s"):
+        iteration_time("gpt2", batch_size=4, seq_len=128, gpu="A100-80GB", dp=1, tp=1, hop_latency_s=np.nan)
 
 
 def test_nnls_recovers_known_theta():
@@ -143,3 +173,43 @@ def test_speed_model_from_throughput_follows_analytic_model():
     # f(w) is smooth; the analytic curve steps down where the job leaves its node (w > 8)
     np.testing.assert_allclose(sm(w), 1.0 / t, rtol=0.2)
     assert sm.m == 64 and sm.n > 1e8
+
+
+ELASTICFLOW = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "throughput" / "elasticflow_a100"
+BERT_BASE = custom_model(
+    vocab_size=30522, hidden=768, layers=12, heads=12, max_seq_len=512, arch="encoder", name="bert-base"
+)
+
+
+@pytest.mark.parametrize(
+    "stem, model, seq_len",
+    # effective tokens per sequence fitted with the constants (scripts/compare_throughput.py FITTED_SEQ_LEN)
+    [("gpt2", "gpt2", 240), ("bert", BERT_BASE, 290)],
+)
+def test_calibrated_shape_matches_elasticflow(stem, model, seq_len):
+    path = ELASTICFLOW / f"{stem}.csv"
+    if not path.exists():
+        pytest.skip(f"no measured throughputs at {path}")
+    table = pd.read_csv(path)
+    w = np.array([int(c) for c in table.columns[1:]])  # (W,)
+    for _, row in table.iterrows():
+        measured = row.iloc[1:].to_numpy(dtype=float)  # (W,) iterations/s
+        t = iteration_time_array(
+            model, batch_size=int(row.iloc[0]), seq_len=seq_len, gpu="A100-80GB", dp=w,
+            tp=np.ones_like(w), nodes_spanned=-(-w // 8),
+        )
+        err = (t[0] / t) / (measured / measured[0]) - 1.0
+        assert np.all(np.abs(err) <= 0.25), (stem, int(row.iloc[0]), np.round(err, 3))
+
+
+@pytest.mark.parametrize("gpu", ["A100-80GB", "H100-80GB"])
+@pytest.mark.parametrize("name, batch, seq", [("llama-7b", 256, 2048), ("llama-2-70b", 1024, 4096)])
+def test_large_llm_jobs_still_scale(gpu, name, batch, seq):
+    tps = np.array([1, 2, 4, 8])
+    best = [
+        iteration_time_array(
+            name, batch_size=batch, seq_len=seq, gpu=gpu, dp=n // tps, tp=tps, nodes_spanned=max(1, n // 8)
+        ).min()
+        for n in (8, 64)
+    ]
+    assert 4.0 <= best[0] / best[1] <= 8.0
