@@ -119,12 +119,14 @@ class FrenzyEnv(gym.Env):
         self.queue_slots = int(queue_slots)
         self.running_slots = int(running_slots)
         self.reward_scale = float(reward_scale)
+        if not (isinstance(invalid_action_penalty, (int, float)) and math.isfinite(invalid_action_penalty)):
+            raise ConfigError(f"invalid_action_penalty must be a finite number, got {invalid_action_penalty!r}")
         self.invalid_action_penalty = float(invalid_action_penalty)
         self.max_steps = max_steps
         self.render_mode = render_mode
 
         # A simulator for the first workload fixes the plan slots, hence the spaces.
-        first = self._fixed_workload or self._generator.generate(0)
+        first = self._fixed_workload if self._fixed_workload is not None else self._generator.generate(0)
         self.sim = ClusterSimulator(self.cluster, first, self.sim_config, seed=0)
         self._sim_seed: int | None = 0
         q, r, p = self.queue_slots, self.running_slots, self.sim.num_plans
@@ -150,6 +152,16 @@ class FrenzyEnv(gym.Env):
         self._mask = np.zeros(self.action_space.n, dtype=bool)
         self._visible_queue = np.zeros(0, dtype=np.int64)
         self._visible_running = np.zeros(0, dtype=np.int64)
+        # per-type and per-plan constants of the observation
+        cap_t = self.cluster.type_capacity
+        self._cap_t = cap_t
+        self._gpu_share = cap_t / cap_t.sum()  # (T,)
+        self._plan_feats = np.stack(  # (P, 2): the num_gpus and gpu_type features of a running job's plan
+            [np.log2(self.sim.plan_count + 1) / 8.0, self.sim.plan_type / max(1, self.sim.num_types - 1)], axis=1
+        )
+        self._rbuf = np.zeros((self.running_slots, 1 + p))  # (R, 1 + P) float64 scratch of the running rows
+        self._arange = np.arange(max(q, r))
+        self._invalidate_views()
         self._steps = 0
         self._invalid = 0
         self._needs_reset = True
@@ -168,6 +180,7 @@ class FrenzyEnv(gym.Env):
         else:
             self.sim.reset_state()
         self._sim_seed = None if self._generator is not None else wl_seed
+        self._invalidate_views()
         self._steps = 0
         self._invalid = 0
         self._needs_reset = False
@@ -179,7 +192,7 @@ class FrenzyEnv(gym.Env):
         if self._needs_reset:
             raise RuntimeError("call reset() before step()")
         sim = self.sim
-        a = int(action)
+        a = _action_index(action)
         q, p = self.queue_slots, self.num_plans
         legal = 0 <= a < self._mask.size and bool(self._mask[a])
         jct_reward = 0.0
@@ -257,18 +270,59 @@ class FrenzyEnv(gym.Env):
         """Recompute the mask; while only "wait" is legal, advance time. Returns the JCT reward accrued."""
         sim = self.sim
         reward = 0.0
+        mask = self._mask
         self._compute_mask()
-        while not sim.done and not self._mask[1:].any() and sim.has_pending_events():
+        while not sim.done and np.count_nonzero(mask) == mask[0] and sim.has_pending_events():  # only wait
             n = sim.jobs_in_system
             reward -= n * sim.advance() / self.reward_scale
+            while not sim.done and sim.has_pending_events() and self._idle():  # cheap test, same decisions
+                n = sim.jobs_in_system
+                reward -= n * sim.advance() / self.reward_scale
             self._compute_mask()
         return reward
 
+    def _idle(self) -> bool:
+        """True only when no start and no resize is legal now (False: maybe; the full mask decides)."""
+        sim = self.sim
+        self._update_visible()
+        rv = self._visible_running
+        if len(rv) and np.count_nonzero(sim.run_floats[rv, 1] > sim.now) < len(rv):
+            return False  # a running job past its start-up may be resizable
+        qv = self._visible_queue
+        return not (len(qv) and np.count_nonzero(sim.start_mask(qv)))
+
+    def _invalidate_views(self) -> None:
+        """Forget every view cached on the simulator's state (a new or reset simulator)."""
+        self._queue_key: Any = None  # (sim, queue_version) the visible queue was read at
+        self._running_key: Any = None
+        self._qtable: np.ndarray | None = None  # (J, F + P) float32 static queue rows, built lazily
+        self._qtable_requeued = 0  # how many of sim.requeued the table has absorbed
+        self._qblock_key: Any = None  # queue block filled for (table, queue_version)
+        self._qtime: float | None = None  # time the wait column was computed at
+        self._rstatic: tuple | None = None  # running block: (key, sim, what is fixed for the visible attempts)
+        self._rtime: float | None = None  # time the running block was filled at
+        self._rprev: tuple = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))  # its jobs, attempts
+        self._free_key: Any = None  # gpus / nodes filled for this state version
+        self._nq_shown = self.queue_slots  # rows of the blocks that may hold stale values
+        self._nr_shown = self.running_slots
+
+    def _update_visible(self) -> None:
+        """The job indices in the queue and running slots (rebuilt when the simulator's sets change)."""
+        sim = self.sim
+        q = self.queue_slots
+        if self._queue_key != (sim, sim.queue_version):
+            self._visible_queue = np.fromiter(itertools.islice(sim.queue, q), dtype=np.int64)
+            self._queue_key = (sim, sim.queue_version)
+        if self._running_key != (sim, sim.running_version):
+            self._visible_running = np.fromiter(
+                itertools.islice(sim.running, self.running_slots), dtype=np.int64
+            )
+            self._running_key = (sim, sim.running_version)
+
     def _compute_mask(self) -> None:
         sim = self.sim
-        q, r, p = self.queue_slots, self.running_slots, self.num_plans
-        self._visible_queue = np.fromiter(itertools.islice(sim.queue, q), dtype=np.int64)
-        self._visible_running = np.fromiter(itertools.islice(sim.running, r), dtype=np.int64)
+        q, p = self.queue_slots, self.num_plans
+        self._update_visible()
         mask = self._mask
         mask[:] = False
         mask[0] = sim.has_pending_events()
@@ -281,64 +335,212 @@ class FrenzyEnv(gym.Env):
 
     def _plan_times(self, jobs: np.ndarray, remaining: np.ndarray) -> np.ndarray:
         """(len(jobs), P): log-scaled predicted seconds to finish on each available plan (0 if none)."""
-        times = remaining[:, None] * self.sim.iter_time[jobs]
+        with np.errstate(invalid="ignore"):  # 0 iterations left x inf seconds on an impossible plan
+            times = remaining[:, None] * self.sim.iter_time[jobs]
         out = np.log1p(np.minimum(times, 1e12)) / _LOG_T
         out[~self.sim.available_plans(jobs)] = 0.0
         return out
 
+    def _queue_rows(self, jobs: np.ndarray) -> np.ndarray:
+        """(len(jobs), F + P) float32 rows of queued ``jobs`` without the wait column (it depends on time).
+
+        Everything else in a queued job's row is fixed while it waits: its remaining work, its available
+        plans and its static features change only when it runs, which puts it back through the queue.
+        """
+        sim = self.sim
+        rem = np.maximum(0.0, sim.work_estimate[jobs] - sim.done_iters[jobs])  # (n,)
+        rows = np.zeros((len(jobs), len(QUEUE_FEATURES) + self.num_plans), dtype=np.float32)
+        avail = sim.available_plans(jobs)
+        with np.errstate(invalid="ignore"):
+            times = rem[:, None] * sim.iter_time[jobs]  # (n, P) seconds
+        best = np.where(avail, times, np.inf).min(axis=1)
+        plan_t = np.log1p(np.minimum(times, 1e12)) / _LOG_T
+        plan_t[~avail] = 0.0
+        rows[:, 0] = 1.0
+        rows[:, 2] = np.log1p(np.minimum(best, 1e12)) / _LOG_T
+        rows[:, 3:7] = self._static_features[jobs]
+        rows[:, len(QUEUE_FEATURES) :] = plan_t
+        np.clip(rows, 0.0, 2.0, out=rows)
+        return rows
+
+    def _fill_queue(self) -> None:
+        sim = self.sim
+        table = self._qtable
+        if table is None:
+            table = np.empty((sim.num_jobs, len(QUEUE_FEATURES) + self.num_plans), dtype=np.float32)
+            for lo in range(0, sim.num_jobs, 8192):  # in chunks: few large temporaries on huge workloads
+                table[lo : lo + 8192] = self._queue_rows(np.arange(lo, min(lo + 8192, sim.num_jobs)))
+            self._qtable = table
+            self._qtable_requeued = len(sim.requeued)
+            self._qblock_key = None
+        elif self._qtable_requeued != len(sim.requeued):
+            again = np.unique(np.array(sim.requeued[self._qtable_requeued :], dtype=np.int64))
+            table[again] = self._queue_rows(again)
+            self._qtable_requeued = len(sim.requeued)
+            self._qblock_key = None
+        qv = self._visible_queue
+        nq = len(qv)
+        block = self._obs["queue"]
+        if self._qblock_key != self._queue_key:
+            if self._nq_shown > nq:
+                block[nq : self._nq_shown] = 0.0
+            if nq:
+                block[:nq] = table[qv]
+            self._nq_shown = nq
+            self._qblock_key = self._queue_key
+            self._qtime = None
+        if nq and self._qtime != sim.now:
+            wait = block[:nq, 1]
+            wait[:] = np.log1p(np.maximum(0.0, sim.now - sim.submit[qv])) / _LOG_T
+            wait.clip(0.0, 2.0, out=wait)
+            self._qtime = sim.now
+
+    def _fill_running(self) -> None:
+        """Rows of the visible running jobs.
+
+        What is fixed while a job keeps its attempt (plan, restarts, speed) is gathered once per visible set;
+        the time-dependent columns are recomputed when time moves. When the set changes at the same instant
+        (a start or a resize), the rows of jobs that kept their attempt still hold and only new rows are
+        computed.
+        """
+        sim = self.sim
+        now = sim.now
+        rv = self._visible_running
+        nr = len(rv)
+        block = self._obs["running"]
+        attempts = sim.run_version[rv]
+        key = (rv.tobytes(), attempts.tobytes())  # the visible jobs and their attempts
+        cached = self._rstatic
+        if cached is not None and cached[0] == key and cached[1] is sim:
+            if self._rtime != now and nr:
+                if cached[2] is None:
+                    cached = self._rstatic = (key, sim, self._running_static(rv))
+                self._running_times(cached[2], now)
+            return
+        if cached is not None and cached[1] is sim and self._rtime == now and nr and self._reuse_rows(rv, attempts):
+            self._rstatic = (key, sim, None)  # rows hold for now; the static part is gathered when time moves
+            return
+        if self._nr_shown > nr:
+            block[nr : self._nr_shown] = 0.0
+        self._nr_shown = nr
+        self._rprev = (rv, attempts)
+        self._rtime = now
+        if not nr:
+            self._rstatic = (key, sim, ())
+            return
+        cached = self._rstatic = (key, sim, self._running_static(rv))
+        self._running_times(cached[2], now)
+
+    def _running_static(self, rv: np.ndarray) -> tuple:
+        """Write the fixed columns of the running rows; return what the time-dependent ones need."""
+        sim = self.sim
+        nr = len(rv)
+        cur = sim.run_plan[rv]  # (R,)
+        rows = self._obs["running"][:nr]
+        rows[:, 0] = 1.0
+        rows[:, 3:5] = self._plan_feats[cur]
+        rows[:, 5] = np.minimum(sim.restart_count[rv] / 10.0, 2.0)
+        floats = sim.run_floats[rv].T.copy()  # (4, R) done_base, progress_from, rate, first start
+        estimate = sim.work_estimate[rv]
+        return (cur + 1, *floats, estimate, np.maximum(estimate, 1e-9), sim.avail_iter_time[rv])
+
+    def _running_times(self, static: tuple, now: float) -> None:
+        """The time-dependent columns of the running rows (elapsed, time left, progress)."""
+        self._rtime = now
+        cur1, done_base, progress_from, rate, started, estimate, estimate_pos, iter_time = static
+        nr = len(cur1)
+        progress = done_base + np.maximum(0.0, now - progress_from) * rate
+        rem = np.maximum(0.0, estimate - progress)  # (R,) iterations left (estimate)
+        # one log scale for [elapsed | predicted seconds left on each plan] (0 where a plan is not available)
+        scaled = self._rbuf[:nr]  # (R, 1 + P) float64
+        times = scaled[:, 1:]
+        np.multiply(iter_time, rem[:, None], out=times)
+        np.minimum(times, 1e12, out=times)
+        np.maximum(0.0, now - started, out=scaled[:, 0])
+        np.log1p(scaled, out=scaled)
+        scaled /= _LOG_T
+        rows = self._obs["running"][:nr]
+        rows[:, 1] = scaled[:, 0]
+        rows[:, 2] = scaled[self._arange[:nr], cur1]  # the current plan is always available
+        rows[:, 6] = 1.0 - rem / estimate_pos
+        rows[:, len(RUNNING_FEATURES) :] = times
+        rows.clip(0.0, 2.0, out=rows)
+
+    def _reuse_rows(self, rv: np.ndarray, attempts: np.ndarray) -> bool:
+        """Same instant, new visible set: move the rows of unchanged attempts, compute at most two new rows.
+
+        Returns False (nothing changed) when more rows are new; the caller then recomputes them all.
+        """
+        old_rv, old_attempts = self._rprev
+        where = {pair: i for i, pair in enumerate(zip(old_rv.tolist(), old_attempts.tolist()))}
+        src = [where.get(pair, -1) for pair in zip(rv.tolist(), attempts.tolist())]
+        fresh = [k for k, s in enumerate(src) if s < 0]
+        if len(fresh) > 2:
+            return False
+        nr = len(rv)
+        block = self._obs["running"]
+        if len(old_rv):
+            block[:nr] = block[: len(old_rv)][src]  # rows of new jobs get a placeholder, overwritten below
+        if self._nr_shown > nr:
+            block[nr : self._nr_shown] = 0.0
+        self._nr_shown = nr
+        self._rprev = (rv, attempts)
+        for k in fresh:
+            self._running_row(k, int(rv[k]))
+        return True
+
+    def _running_row(self, k: int, job: int) -> None:
+        """Row ``k`` of the running block for ``job``: :meth:`_running_static` and :meth:`_running_times` for
+        one job (the same operations element by element, so the same numbers)."""
+        sim = self.sim
+        now = sim.now
+        plan = int(sim.run_plan[job])
+        done_base, progress_from, rate, started = sim.run_floats[job].tolist()
+        estimate = float(sim.work_estimate[job])
+        progress = done_base + max(0.0, now - progress_from) * rate
+        rem = max(0.0, estimate - progress)
+        scaled = self._rbuf[-1]  # (1 + P,) scratch; the block's rows are computed already
+        times = scaled[1:]
+        np.multiply(sim.avail_iter_time[job], rem, out=times)
+        np.minimum(times, 1e12, out=times)
+        scaled[0] = max(0.0, now - started)
+        np.log1p(scaled, out=scaled)
+        scaled /= _LOG_T
+        row = self._obs["running"][k]
+        row[0] = 1.0
+        row[1] = scaled[0]
+        row[2] = scaled[plan + 1]
+        row[3:5] = self._plan_feats[plan]
+        row[5] = min(int(sim.restart_count[job]) / 10.0, 2.0)
+        row[6] = 1.0 - rem / max(estimate, 1e-9)
+        row[len(RUNNING_FEATURES) :] = times
+        row.clip(0.0, 2.0, out=row)
+
     def _observe(self) -> dict[str, np.ndarray]:
         sim = self.sim
         obs = self._obs
-        now = sim.now
-        nf = len(QUEUE_FEATURES)
-        qv = self._visible_queue
-        queue = obs["queue"]
-        queue[:] = 0.0
-        if len(qv):
-            rem = np.array([sim.remaining_work(int(j)) for j in qv])
-            plan_t = self._plan_times(qv, rem)
-            avail = sim.available_plans(qv)
-            best = np.where(avail, rem[:, None] * sim.iter_time[qv], np.inf).min(axis=1)
-            rows = queue[: len(qv)]
-            rows[:, 0] = 1.0
-            rows[:, 1] = np.log1p(np.maximum(0.0, now - sim.submit[qv])) / _LOG_T
-            rows[:, 2] = np.log1p(np.minimum(best, 1e12)) / _LOG_T
-            rows[:, 3:7] = self._static_features[qv]
-            rows[:, nf:] = plan_t
-        rv = self._visible_running
-        running = obs["running"]
-        running[:] = 0.0
-        if len(rv):
-            rem = np.array([sim.remaining_work(int(j)) for j in rv])
-            runs = [sim.running[int(j)] for j in rv]
-            cur = np.array([x.plan for x in runs])
-            rows = running[: len(rv)]
-            rows[:, 0] = 1.0
-            rows[:, 1] = np.log1p([max(0.0, now - sim.records[int(j)].start_time) for j in rv]) / _LOG_T
-            rows[:, 2] = np.log1p(np.minimum(rem * sim.iter_time[rv, cur], 1e12)) / _LOG_T
-            rows[:, 3] = np.log2(sim.plan_count[cur] + 1) / 8.0
-            rows[:, 4] = sim.plan_type[cur] / max(1, sim.num_types - 1)
-            rows[:, 5] = np.minimum([sim.records[int(j)].restarts / 10.0 for j in rv], 2.0)
-            rows[:, 6] = 1.0 - rem / np.maximum(sim.work_estimate[rv], 1e-9)
-            rows[:, nf:] = self._plan_times(rv, rem)
-        free_t = sim.state.free_by_type()
-        cap_t = self.cluster.type_capacity
+        self._fill_queue()
+        self._fill_running()
         t = sim.num_types
-        obs["gpus"][:t] = free_t / cap_t
-        obs["gpus"][t:] = cap_t / cap_t.sum()
-        obs["nodes"][:] = sim.state.free / self.cluster.node_capacity
+        state = sim.state
+        if self._free_key != (sim, state.version):
+            obs["gpus"][:t] = state.free_t / self._cap_t
+            obs["gpus"][t:] = self._gpu_share
+            obs["nodes"][:] = state.free / self.cluster.node_capacity
+            self._free_key = (sim, state.version)
+        now = sim.now
         g = obs["globals"]
-        g[0] = math.log1p(len(sim.queue)) / 10.0
-        g[1] = min(len(sim.running) / self.running_slots, 2.0)
-        g[2] = math.log1p(max(0, len(sim.queue) - self.queue_slots)) / 10.0
+        nq, nrun = len(sim.queue), len(sim.running)
+        g[0] = math.log1p(nq) / 10.0
+        g[1] = min(nrun / self.running_slots, 2.0)
+        g[2] = math.log1p(max(0, nq - self.queue_slots)) / 10.0
         g[3] = sim._next_arrival / sim.num_jobs
         nxt = sim.submit[sim._next_arrival] - now if sim._next_arrival < sim.num_jobs else 0.0
         g[4] = math.log1p(max(0.0, nxt)) / _LOG_T
         g[5] = sim.busy_gpus / self.cluster.num_gpus
-        for key in ("queue", "running", "globals"):
-            np.clip(obs[key], 0.0, 2.0, out=obs[key])
+        g.clip(0.0, 2.0, out=g)
         obs["action_mask"][:] = self._mask
-        return {k: v.reshape(-1).copy() for k, v in obs.items()}
+        return {k: v.ravel().copy() for k, v in obs.items()}
 
     @property
     def _static_features(self) -> np.ndarray:
@@ -346,18 +548,24 @@ class FrenzyEnv(gym.Env):
         sim = self.sim
         cached = getattr(sim, "_env_static_features", None)
         if cached is None:
-            cached = np.array(
-                [
-                    [
-                        math.log10(max(j.model.num_params, 1)) / 12.0,
-                        math.log2(max(j.batch_size, 1)) / 12.0,
-                        math.log2(max(j.seq_len, 1)) / 16.0,
-                        math.log2((j.requested_gpus or 0) + 1) / 8.0,
-                    ]
-                    for j in sim.jobs
-                ],
-                dtype=np.float32,
-            )
+            memo: dict[tuple, int] = {}
+            rows: list[list[float]] = []
+            index = np.empty(sim.num_jobs, dtype=np.int64)  # (J,) row of each job in ``rows``
+            for i, j in enumerate(sim.jobs):
+                key = (id(j.model), j.batch_size, j.seq_len, j.requested_gpus)
+                k = memo.get(key)
+                if k is None:
+                    k = memo[key] = len(rows)
+                    rows.append(
+                        [
+                            math.log10(max(j.model.num_params, 1)) / 12.0,
+                            math.log2(max(j.batch_size, 1)) / 12.0,
+                            math.log2(max(j.seq_len, 1)) / 16.0,
+                            math.log2((j.requested_gpus or 0) + 1) / 8.0,
+                        ]
+                    )
+                index[i] = k
+            cached = np.array(rows, dtype=np.float32)[index]  # (J, 4)
             sim._env_static_features = cached
         return cached
 
@@ -374,6 +582,21 @@ class FrenzyEnv(gym.Env):
             "rejected": sim.rejected,
             "ooms": sim.oom_failures,
         }
+
+
+def _action_index(action: Any) -> int:
+    """The integer action of ``action`` (a Python or numpy integer, or a one-element integer array).
+
+    Out-of-range integers are legal input (they are penalised no-ops); anything that is not an integer raises
+    ``TypeError`` naming the value, since truncating 2.5 or parsing "3" would hide a bug in the caller.
+    """
+    if isinstance(action, np.ndarray):
+        if action.size != 1 or not np.issubdtype(action.dtype, np.integer):
+            raise TypeError(f"action must be one integer, got an array of shape {action.shape} ({action.dtype})")
+        action = action.reshape(-1)[0]
+    if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
+        raise TypeError(f"action must be an integer, got {action!r} ({type(action).__name__})")
+    return int(action)
 
 
 def _bind_generator(gen: Any, cluster: ClusterSpec, by_name: bool) -> Any:

@@ -1,0 +1,750 @@
+"""``frenzy benchmark``: how fast the environment, the simulator, the baselines and MARP are.
+
+Sections (``--sections``, default all):
+
+``steps``
+    environment steps per second with masked-random actions on ``frenzy/HeteroCluster-v0`` and
+    ``frenzy/Large1024-v0``, Gymnasium's ``CartPole-v1`` steps per second in the same run, and their ratio
+    (how many CartPole steps one environment step costs: a machine-independent figure). Every rate is the
+    best of ``repeats`` interleaved rounds, so a busy machine disturbs the ratio less.
+``replay``
+    jobs per second and wall time of every baseline replaying traces on ``large-1024`` through the
+    environment (``run_episode``'s loop, with decision latencies). With ``--data-dir`` (the shared data
+    folder) the full Philly trace (82,247 jobs) and the ITP cluster traces; without it the shipped ITP extract.
+``latency``
+    decision latency per policy (median, p99) against cluster size (64, 1,024, 10,000 GPUs) and queue
+    length (10, 100, 1,000 queued jobs) on a half-busy cluster.
+``marp``
+    MARP estimates per second: scalar ``estimate_memory``, plans per second of ``estimate_memory_array``
+    and whole ``plan_resources`` searches per second.
+``scaling``
+    wall time of a synthetic replay (Frenzy baseline, ``large-1024``) against the number of jobs (1k, 10k,
+    100k) and against the number of GPUs, each in a fresh process, with the fitted growth exponent and the
+    peak resident memory of each run (the 100,000-job one is the memory figure).
+
+Outputs: a table on stdout, ``benchmark.csv`` (section, case, metric, value, unit), ``benchmark.json``
+(rows and the machine) and ``benchmark.png`` (scaling curves, latency, step rates) in ``--out``.
+No number here is asserted anywhere; they are measurements of the machine they ran on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from frenzy_env.errors import FrenzyError
+
+SECTIONS = ("steps", "replay", "latency", "marp", "scaling")
+TARGET_POLICY = "frenzy"  # the policy of the Philly target (fifo stands in when it is not registered)
+REPLAY_CLUSTER = "large-1024"
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """How much of each section to run (see :data:`MODES`)."""
+
+    mode: str
+    env_steps: int  # masked-random steps per round and env id
+    cartpole_steps: int
+    repeats: int  # interleaved rounds; the best rate of each counts
+    replay_max_jobs: int | None  # jobs per trace for every policy (None: whole traces)
+    replay_itp: int  # how many ITP cluster traces (largest first)
+    replay_target_full: bool  # the target row: the target policy on the whole Philly trace
+    replay_budget_s: float  # one replay stops (reported incomplete) past this wall time
+    latency_gpus: tuple[int, ...]
+    latency_queues: tuple[int, ...]
+    latency_calls: int
+    marp_seconds: float
+    scaling_jobs: tuple[int, ...]
+    scaling_gpus: tuple[int, ...]
+    scaling_gpu_jobs: int
+
+
+MODES: dict[str, BenchConfig] = {
+    "quick": BenchConfig(
+        "quick", env_steps=1_000, cartpole_steps=5_000, repeats=1, replay_max_jobs=300, replay_itp=1,
+        replay_target_full=False, replay_budget_s=60.0, latency_gpus=(64, 1024), latency_queues=(10, 100),
+        latency_calls=20, marp_seconds=0.2, scaling_jobs=(200, 600), scaling_gpus=(64, 256), scaling_gpu_jobs=200,
+    ),
+    "default": BenchConfig(
+        "default", env_steps=20_000, cartpole_steps=100_000, repeats=3, replay_max_jobs=5_000, replay_itp=2,
+        replay_target_full=True, replay_budget_s=600.0, latency_gpus=(64, 1024, 10_000),
+        latency_queues=(10, 100, 1_000), latency_calls=200, marp_seconds=1.0, scaling_jobs=(1_000, 10_000, 100_000),
+        scaling_gpus=(64, 256, 1024, 4096), scaling_gpu_jobs=5_000,
+    ),
+    "full": BenchConfig(
+        "full", env_steps=100_000, cartpole_steps=300_000, repeats=5, replay_max_jobs=None, replay_itp=8,
+        replay_target_full=True, replay_budget_s=3600.0, latency_gpus=(64, 1024, 10_000),
+        latency_queues=(10, 100, 1_000), latency_calls=1_000, marp_seconds=3.0,
+        scaling_jobs=(1_000, 3_000, 10_000, 30_000, 100_000), scaling_gpus=(64, 256, 1024, 4096, 10_000),
+        scaling_gpu_jobs=20_000,
+    ),
+}
+
+
+@dataclass
+class Row:
+    """One measurement."""
+
+    section: str
+    case: str
+    metric: str
+    value: float
+    unit: str
+
+
+class Results:
+    """Collected rows (and the order sections were run in)."""
+
+    def __init__(self) -> None:
+        self.rows: list[Row] = []
+
+    def add(self, section: str, case: str, metric: str, value: float, unit: str = "") -> None:
+        self.rows.append(Row(section, case, metric, float(value), unit))
+
+    def get(self, section: str, case: str, metric: str) -> float:
+        for r in self.rows:
+            if (r.section, r.case, r.metric) == (section, case, metric):
+                return r.value
+        return math.nan
+
+    def section(self, name: str) -> list[Row]:
+        return [r for r in self.rows if r.section == name]
+
+
+# ------------------------------------------------------------------------------------------ helpers
+def machine_info() -> dict[str, Any]:
+    """CPU, cores, memory, load and library versions of this machine."""
+    import gymnasium
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem_gb = math.nan
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as fh:
+            mem_gb = int(fh.readline().split()[1]) / 2**20
+    except (OSError, ValueError, IndexError):
+        pass
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (math.nan,) * 3
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gb": round(mem_gb, 1),
+        "load_average_1m": round(load[0], 2),
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "gymnasium": gymnasium.__version__,
+    }
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process in MiB (nan where the OS does not say).
+
+    Linux: ``VmHWM`` of /proc/self/status (``ru_maxrss`` survives ``exec`` and would include the parent's).
+    """
+    try:
+        with open("/proc/self/status", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 2**10
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return math.nan
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
+
+
+def fit_exponent(xs: list[float], ys: list[float]) -> float:
+    """Least-squares slope of log(y) against log(x) (nan with fewer than two usable points)."""
+    pts = [(math.log(x), math.log(y)) for x, y in zip(xs, ys) if x > 0 and y > 0 and math.isfinite(y)]
+    if len(pts) < 2:
+        return math.nan
+    lx, ly = np.array(pts).T
+    return float(np.polyfit(lx, ly, 1)[0])
+
+
+def scaled_cluster(num_gpus: int) -> Any:
+    """A cluster of ``num_gpus`` GPUs (8 per node) with large-1024's GPU-type mix (large-1024 itself at 1,024)."""
+    from frenzy_env.cluster import ClusterSpec
+
+    base = ClusterSpec.preset(REPLAY_CLUSTER)
+    if num_gpus == base.num_gpus:
+        return base
+    nodes = max(1, num_gpus // 8)
+    types = base.gpu_types
+    share = np.array([base.gpus_of_type(t) for t in types], dtype=float)
+    share /= share.sum()
+    counts = np.floor(share * nodes).astype(int)
+    for i in np.argsort(-(share * nodes - counts), kind="stable")[: nodes - int(counts.sum())]:
+        counts[i] += 1
+    spec = {t: (int(c), 8) for t, c in zip(types, counts) if c > 0}
+    return ClusterSpec.from_counts(f"scaled-{num_gpus}", spec, reference_gpu_type=base.reference_gpu_type)
+
+
+def target_policy() -> str:
+    from baselines import POLICIES
+
+    return TARGET_POLICY if TARGET_POLICY in POLICIES else "fifo"
+
+
+def replay(env: Any, policy: Any, *, seed: int = 0, budget_s: float = math.inf) -> dict[str, float]:
+    """Play one episode like :func:`~frenzy_env.evaluation.run_episode` (same loop, same latency), stopping
+    after ``budget_s`` wall seconds. Returns wall and CPU seconds, decisions, latencies and the metrics."""
+    base = env.unwrapped
+    t0, c0 = time.perf_counter(), time.process_time()
+    obs, info = env.reset(seed=seed)
+    if hasattr(policy, "reset"):
+        policy.reset()
+    latencies: list[float] = []
+    state = None
+    episode_start = np.ones((1,), dtype=bool)
+    terminated = truncated = False
+    deadline = t0 + budget_s
+    clock = time.perf_counter
+    while not (terminated or truncated):
+        mask = base.action_masks()
+        t = clock()
+        action, state = policy.predict(
+            obs, state=state, episode_start=episode_start, deterministic=True, action_masks=mask
+        )
+        latencies.append(clock() - t)
+        episode_start = np.zeros((1,), dtype=bool)
+        obs, _, terminated, truncated, info = env.step(int(np.asarray(action).reshape(-1)[0]))
+        if len(latencies) % 1024 == 0 and clock() > deadline:
+            break
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    lat = np.array(latencies) * 1e3
+    m = base.sim.metrics()
+    return {
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "complete": float(terminated),
+        "jobs_done": m["finished"] + m["rejected"],
+        "decisions": float(lat.size),
+        "latency_median_ms": float(np.median(lat)) if lat.size else math.nan,
+        "latency_p99_ms": float(np.percentile(lat, 99)) if lat.size else math.nan,
+        "avg_jct_h": m["avg_jct"] / 3600.0,
+    }
+
+
+# ------------------------------------------------------------------------------------------ sections
+def bench_steps(cfg: BenchConfig, res: Results, log: Callable[[str], None]) -> None:
+    """Masked-random env steps per second vs CartPole-v1, best of interleaved rounds."""
+    import gymnasium as gym
+
+    import frenzy_env  # noqa: F401  (registers the ids)
+
+    def cartpole(n: int) -> tuple[float, float]:
+        env = gym.make("CartPole-v1")
+        env.action_space.seed(0)
+        env.reset(seed=0)
+        t0, c0 = time.perf_counter(), time.process_time()
+        for _ in range(n):
+            _, _, term, trunc, _ = env.step(env.action_space.sample())
+            if term or trunc:
+                env.reset()
+        return n / (time.perf_counter() - t0), n / max(time.process_time() - c0, 1e-9)
+
+    envs = {"default (HeteroCluster-v0)": gym.make("frenzy/HeteroCluster-v0"),
+            "large-1024 (Large1024-v0)": gym.make("frenzy/Large1024-v0")}
+    state = {}
+    for name, env in envs.items():
+        obs, _ = env.reset(seed=0)
+        state[name] = [obs, np.random.default_rng(0)]
+
+    def masked_random(name: str, n: int) -> tuple[float, float]:
+        env = envs[name]
+        obs, rng = state[name]
+        t0, c0 = time.perf_counter(), time.process_time()
+        for _ in range(n):
+            legal = np.flatnonzero(obs["action_mask"])
+            obs, _, term, trunc, _ = env.step(int(legal[rng.integers(legal.size)]))
+            if term or trunc:
+                obs, _ = env.reset()
+        state[name][0] = obs
+        return n / (time.perf_counter() - t0), n / max(time.process_time() - c0, 1e-9)
+
+    for name in envs:  # warm-up: first resets, caches
+        masked_random(name, min(200, cfg.env_steps))
+    best: dict[str, list[float]] = {}
+    for r in range(cfg.repeats):
+        rates = {"CartPole-v1": cartpole(cfg.cartpole_steps)}
+        for name in envs:
+            rates[name] = masked_random(name, cfg.env_steps)
+        for name, (wall, cpu) in rates.items():
+            prev = best.get(name, [0.0, 0.0])
+            best[name] = [max(prev[0], wall), max(prev[1], cpu)]
+        log(f"  steps round {r + 1}/{cfg.repeats}: " + ", ".join(f"{k} {v[0]:,.0f}/s" for k, v in rates.items()))
+    cart_wall, cart_cpu = best.pop("CartPole-v1")
+    res.add("steps", "CartPole-v1", "steps_per_s", cart_wall, "1/s")
+    for name, (wall, cpu) in best.items():
+        res.add("steps", name, "steps_per_s", wall, "1/s")
+        res.add("steps", name, "cartpole_steps_per_env_step", cart_wall / wall, "x")
+        res.add("steps", name, "cartpole_steps_per_env_step_cpu", cart_cpu / cpu, "x")
+
+
+def _trace_workloads(cfg: BenchConfig, data_dir: Path | None) -> list[tuple[str, Any, bool]]:
+    """(name, workload, is_target) of the replay section; the target is the whole Philly trace."""
+    from frenzy_env.workload import Workload
+
+    out: list[tuple[str, Any, bool]] = []
+    cap = cfg.replay_max_jobs
+    philly = data_dir / "traces" / "philly" / "philly.csv" if data_dir else None
+    if philly is not None and philly.is_file():
+        if cfg.replay_target_full or cap is None:
+            full = Workload.from_csv(philly, format="philly", name="philly")
+            out.append((f"philly ({len(full):,} jobs)", full, cfg.replay_target_full))
+        if cap is not None:
+            part = Workload.from_csv(philly, format="philly", max_jobs=cap, name="philly")
+            out.append((f"philly first {len(part):,}", part, False))
+    itp_dir = data_dir / "traces" / "itp" if data_dir else None
+    files = sorted(itp_dir.glob("cluster*.csv")) if itp_dir is not None and itp_dir.is_dir() else []
+    files = sorted(files, key=lambda p: -p.stat().st_size)[: cfg.replay_itp]
+    for path in sorted(files):
+        wl = Workload.from_csv(path, format="itp", max_jobs=cap, name=f"itp-{path.stem}")
+        label = f"itp {path.stem} ({len(wl):,} jobs)" if cap is None else f"itp {path.stem} first {len(wl):,}"
+        out.append((label, wl, False))
+    if not out:
+        wl = Workload.preset("itp-default")
+        out.append((f"itp-default extract ({len(wl):,} jobs)", wl, False))
+    return out
+
+
+def bench_replay(
+    cfg: BenchConfig, res: Results, log: Callable[[str], None], data_dir: Path | None, policies: list[str]
+) -> None:
+    """Every policy replaying every trace on large-1024 through the env."""
+    from baselines import make_policy
+    from frenzy_env.env import FrenzyEnv
+
+    target = target_policy()
+    for label, wl, is_target in _trace_workloads(cfg, data_dir):
+        names = [target] if is_target else policies
+        for name in names:
+            env = FrenzyEnv(cluster=REPLAY_CLUSTER, workload=wl)
+            out = replay(env, make_policy(name, env), budget_s=cfg.replay_budget_s)
+            case = f"{label} / {name}"
+            jobs = out["jobs_done"]
+            res.add("replay", case, "wall_s", out["wall_s"], "s")
+            res.add("replay", case, "cpu_s", out["cpu_s"], "s")
+            res.add("replay", case, "jobs_per_s", jobs / out["wall_s"], "1/s")
+            res.add("replay", case, "jobs", jobs, "")
+            res.add("replay", case, "complete", out["complete"], "")
+            res.add("replay", case, "decisions", out["decisions"], "")
+            res.add("replay", case, "latency_median_ms", out["latency_median_ms"], "ms")
+            res.add("replay", case, "latency_p99_ms", out["latency_p99_ms"], "ms")
+            done = "" if out["complete"] else f" INCOMPLETE after {cfg.replay_budget_s:.0f} s"
+            log(f"  replay {case}: {out['wall_s']:.1f} s wall, {jobs / out['wall_s']:,.0f} jobs/s{done}")
+            del env
+
+
+def _latency_env(num_gpus: int, queue: int, seed: int = 0) -> Any:
+    """An env on a ``num_gpus`` cluster about half busy with exactly ``queue`` jobs waiting (all at t=0).
+
+    Filler jobs (synthetic, each on its largest legal plan of at most 8 GPUs) occupy about half the GPUs;
+    a dry run with fillers alone says how many it takes, so none of them is left in the queue.
+    """
+    from frenzy_env.env import FrenzyEnv
+    from frenzy_env.workload import SyntheticGenerator, Workload
+
+    spec = scaled_cluster(num_gpus)
+    pool = SyntheticGenerator(num_jobs=max(1, num_gpus // 4), cluster=spec, load=0.7).generate(seed).jobs
+    waiting = SyntheticGenerator(num_jobs=queue, cluster=spec, load=0.7).generate(seed + 1).jobs
+
+    def build(fillers: tuple, extra: tuple) -> tuple[Any, Any, int]:
+        jobs = tuple(dataclasses.replace(j, job_id=i, submit_time=0.0) for i, j in enumerate(fillers + extra))
+        env = FrenzyEnv(cluster=spec, workload=Workload("latency", jobs))
+        obs, _ = env.reset(seed=seed)
+        sim, p = env.sim, env.num_plans
+        started = 0
+        while sim.busy_gpus < num_gpus // 2:
+            mask = env.action_masks()
+            qv = env.visible_queue
+            nq = int((qv < len(fillers)).sum())  # filler rows come first
+            legal = mask[1 : 1 + nq * p].reshape(nq, p)
+            rows = np.flatnonzero(legal.any(axis=1))
+            if rows.size == 0:
+                break
+            k = int(rows[0])
+            plans = np.flatnonzero(legal[k])
+            small = plans[sim.plan_count[plans] <= 8]
+            plan = int(small[np.argmax(sim.plan_count[small])]) if small.size else int(plans[0])
+            obs, *_ = env.step(1 + k * p + plan)
+            started += 1
+        return env, obs, started
+
+    _, _, started = build(pool, ())
+    env, obs, _ = build(pool[:started], waiting)
+    return env, obs
+
+
+def bench_latency(cfg: BenchConfig, res: Results, log: Callable[[str], None], policies: list[str]) -> None:
+    """predict() latency of each policy on half-busy clusters with queues of several lengths."""
+    from baselines import make_policy
+
+    for gpus in cfg.latency_gpus:
+        for queue in cfg.latency_queues:
+            env, obs = _latency_env(gpus, queue)
+            mask = env.action_masks()
+            qlen = len(env.sim.queue)
+            for name in policies:
+                policy = make_policy(name, env)
+                policy.reset()
+                policy.predict(obs, action_masks=mask)  # warm-up (per-simulator caches)
+                lat = np.empty(cfg.latency_calls)
+                for i in range(cfg.latency_calls):
+                    t = time.perf_counter()
+                    policy.predict(obs, action_masks=mask)
+                    lat[i] = time.perf_counter() - t
+                case = f"{gpus:,} GPUs, queue {queue:,} / {name}"
+                res.add("latency", case, "latency_median_ms", float(np.median(lat)) * 1e3, "ms")
+                res.add("latency", case, "latency_p99_ms", float(np.percentile(lat, 99)) * 1e3, "ms")
+                res.add("latency", case, "queued", qlen, "")
+            log(f"  latency {gpus:,} GPUs, queue {qlen:,}: done")
+
+
+def bench_marp(cfg: BenchConfig, res: Results, log: Callable[[str], None]) -> None:
+    """MARP estimates per second (scalar, vectorised over plans, whole plan searches)."""
+    from frenzy_env.memory import estimate_memory, estimate_memory_array, plan_resources
+    from frenzy_env.models import get_model, list_models
+
+    models = [get_model(m) for m in list_models()]
+    cases = [(m, 8, min(m.max_seq_len, 2048)) for m in models]
+
+    def rate(fn: Callable[[int], None]) -> float:
+        n, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < cfg.marp_seconds:
+            fn(n)
+            n += 1
+        return n / (time.perf_counter() - t0)
+
+    def scalar(i: int) -> None:
+        m, b, s = cases[i % len(cases)]
+        estimate_memory(m, batch_size=b, seq_len=s, dp=1 + (i % 2), tp=1)
+
+    dp = np.repeat(2 ** np.arange(4), 4).astype(float)  # 16 layouts: dp 1..8 x tp 1..8
+    tp = np.tile(2 ** np.arange(4), 4).astype(float)
+
+    def vectorised(i: int) -> None:
+        m, b, s = cases[i % len(cases)]
+        estimate_memory_array(m, batch_size=b, seq_len=s, dp=dp, tp=tp)
+
+    def plans(i: int) -> None:
+        m, b, s = cases[i % len(cases)]
+        plan_resources(m, batch_size=b + (i // len(cases)) % 4, seq_len=s)
+
+    res.add("marp", "estimate_memory (one plan)", "estimates_per_s", rate(scalar), "1/s")
+    res.add("marp", "estimate_memory_array (16 plans a call)", "estimates_per_s", 16 * rate(vectorised), "1/s")
+    res.add("marp", "plan_resources (all GPU types, up to 64 GPUs)", "searches_per_s", rate(plans), "1/s")
+    log("  marp: done")
+
+
+def _child_replay(spec: dict[str, Any]) -> dict[str, float]:
+    """Run in a fresh process: one synthetic replay (see :func:`bench_scaling`); returns its figures."""
+    from baselines import make_policy
+    from frenzy_env.env import FrenzyEnv
+    from frenzy_env.workload import SyntheticGenerator
+
+    cluster = scaled_cluster(int(spec["gpus"]))
+    t0 = time.perf_counter()
+    wl = SyntheticGenerator(num_jobs=int(spec["jobs"]), cluster=cluster, load=0.7, name="scaling").generate(0)
+    t1 = time.perf_counter()
+    env = FrenzyEnv(cluster=cluster, workload=wl)
+    t2 = time.perf_counter()
+    out = replay(env, make_policy(spec["policy"], env), budget_s=float(spec["budget_s"]))
+    out["generate_s"] = t1 - t0
+    out["build_s"] = t2 - t1
+    out["peak_rss_mb"] = peak_rss_mb()
+    return out
+
+
+def _run_child(spec: dict[str, Any]) -> dict[str, float]:
+    cmd = [sys.executable, "-m", "frenzy_env.cli_benchmark", "--child", json.dumps(spec)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise FrenzyError(f"benchmark child process failed: {proc.stderr.strip().splitlines()[-1:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def bench_scaling(cfg: BenchConfig, res: Results, log: Callable[[str], None]) -> None:
+    """Wall time against jobs (on large-1024) and against GPUs; fitted exponents; peak memory per run."""
+    policy = target_policy()
+    budget = cfg.replay_budget_s
+    walls = []
+    for jobs in cfg.scaling_jobs:
+        out = _run_child({"jobs": jobs, "gpus": 1024, "policy": policy, "budget_s": budget})
+        case = f"{jobs:,} jobs, 1,024 GPUs / {policy}"
+        res.add("scaling_jobs", case, "jobs", jobs, "")
+        for key, unit in (("wall_s", "s"), ("cpu_s", "s"), ("build_s", "s"), ("generate_s", "s"),
+                          ("peak_rss_mb", "MiB"), ("complete", ""), ("decisions", "")):
+            res.add("scaling_jobs", case, key, out[key], unit)
+        res.add("scaling_jobs", case, "jobs_per_s", out["jobs_done"] / out["wall_s"], "1/s")
+        res.add("scaling_jobs", case, "total_s", out["wall_s"] + out["build_s"], "s")
+        walls.append(out["wall_s"] + out["build_s"])
+        log(f"  scaling {case}: {out['wall_s']:.1f} s, peak {out['peak_rss_mb']:,.0f} MiB")
+    jobs = list(cfg.scaling_jobs)
+    res.add("scaling_jobs", "all points", "exponent", fit_exponent(jobs, walls), "")
+    if 10_000 in jobs and 100_000 in jobs:
+        i, k = jobs.index(10_000), jobs.index(100_000)
+        res.add("scaling_jobs", "10k -> 100k jobs", "exponent", fit_exponent([jobs[i], jobs[k]], [walls[i], walls[k]]))
+    walls = []
+    for gpus in cfg.scaling_gpus:
+        out = _run_child({"jobs": cfg.scaling_gpu_jobs, "gpus": gpus, "policy": policy, "budget_s": budget})
+        case = f"{cfg.scaling_gpu_jobs:,} jobs, {gpus:,} GPUs / {policy}"
+        res.add("scaling_gpus", case, "gpus", gpus, "")
+        for key, unit in (("wall_s", "s"), ("cpu_s", "s"), ("build_s", "s"), ("peak_rss_mb", "MiB")):
+            res.add("scaling_gpus", case, key, out[key], unit)
+        res.add("scaling_gpus", case, "total_s", out["wall_s"] + out["build_s"], "s")
+        walls.append(out["wall_s"] + out["build_s"])
+        log(f"  scaling {case}: {out['wall_s']:.1f} s")
+    res.add("scaling_gpus", "all points", "exponent", fit_exponent(list(cfg.scaling_gpus), walls), "")
+
+
+# ------------------------------------------------------------------------------------------ output
+def summary_table(res: Results, machine: dict[str, Any], mode: str) -> str:
+    """The headline numbers as a Markdown table (what README's Performance section shows)."""
+    lines = ["| measurement | value |", "|---|---|"]
+
+    def add(label: str, value: float, fmt: str) -> None:
+        if math.isfinite(value):
+            lines.append(f"| {label} | {format(value, fmt)} |")
+
+    for r in res.section("steps"):
+        if r.metric == "steps_per_s":
+            add(f"{r.case}: steps/s (masked random)" if r.case != "CartPole-v1" else "CartPole-v1: steps/s",
+                r.value, ",.0f")
+        elif r.metric == "cartpole_steps_per_env_step":
+            cpu = res.get("steps", r.case, "cartpole_steps_per_env_step_cpu")
+            lines.append(f"| {r.case}: CartPole steps per env step | {r.value:.1f} (by CPU time {cpu:.1f}) |")
+    cases = dict.fromkeys(r.case for r in res.section("replay"))
+    for case in cases:
+        wall = res.get("replay", case, "wall_s")
+        cpu = res.get("replay", case, "cpu_s")
+        jps = res.get("replay", case, "jobs_per_s")
+        med = res.get("replay", case, "latency_median_ms")
+        flag = "" if res.get("replay", case, "complete") else " (incomplete)"
+        lines.append(f"| replay {case} on {REPLAY_CLUSTER} | {wall:,.1f} s ({cpu:,.1f} s CPU), {jps:,.0f} jobs/s, "
+                     f"median decision {med:.3f} ms{flag} |")
+    lat = [r for r in res.section("latency") if r.metric == "latency_median_ms"]
+    for r in lat:
+        p99 = res.get("latency", r.case, "latency_p99_ms")
+        lines.append(f"| decision latency {r.case} | median {r.value:.3f} ms, p99 {p99:.3f} ms |")
+    for r in res.section("marp"):
+        add(f"MARP {r.case}: {r.metric.replace('_', ' ')}", r.value, ",.0f")
+    for r in res.section("scaling_jobs"):
+        if r.metric == "total_s":
+            rss = res.get("scaling_jobs", r.case, "peak_rss_mb")
+            cpu = res.get("scaling_jobs", r.case, "cpu_s")
+            lines.append(f"| synthetic build + replay {r.case} | {r.value:,.1f} s (replay {cpu:,.1f} s CPU), "
+                         f"peak RSS {rss:,.0f} MiB |")
+        elif r.metric == "exponent":
+            add(f"growth exponent in jobs ({r.case})", r.value, ".2f")
+    for r in res.section("scaling_gpus"):
+        if r.metric == "total_s":
+            lines.append(f"| synthetic build + replay {r.case} | {r.value:,.1f} s |")
+        elif r.metric == "exponent":
+            add(f"growth exponent in GPUs ({r.case})", r.value, ".2f")
+    head = (f"Measured in `{mode}` mode on {machine['cpu']} ({machine['cores']} cores, {machine['memory_gb']} GB; "
+            f"load average {machine['load_average_1m']} at the start), Python {machine['python']}, "
+            f"numpy {machine['numpy']}, gymnasium {machine['gymnasium']}.")
+    return head + "\n\n" + "\n".join(lines) + "\n"
+
+
+def write_outputs(res: Results, machine: dict[str, Any], out: Path, mode: str, plot: bool = True) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "benchmark.csv", out / "benchmark.json", out / "benchmark.md"]
+    with open(paths[0], "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["section", "case", "metric", "value", "unit"])
+        for r in res.rows:
+            w.writerow([r.section, r.case, r.metric, f"{r.value:.6g}", r.unit])
+    paths[1].write_text(
+        json.dumps({"mode": mode, "machine": machine, "rows": [dataclasses.asdict(r) for r in res.rows]}, indent=1),
+        encoding="utf-8",
+    )
+    paths[2].write_text(summary_table(res, machine, mode), encoding="utf-8")
+    if plot:
+        paths.append(plot_results(res, out / "benchmark.png"))
+    return paths
+
+
+def plot_results(res: Results, path: Path) -> Path:
+    """Scaling curves (with the fitted exponents), decision latency and step rates in one PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8))
+
+    def curve(ax: Any, section: str, key: str, xlabel: str) -> None:
+        pts = []
+        for r in res.section(section):
+            if r.metric == "total_s":
+                pts.append((res.get(section, r.case, "jobs" if key == "jobs" else "gpus"), r.value))
+        if pts:
+            x, y = np.array(sorted(pts)).T
+            ax.loglog(x, y, "o-")
+            exp = res.get(section, "all points", "exponent")
+            ax.set_title(f"build + replay time vs {key} (fitted exponent {exp:.2f})")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("seconds")
+        ax.grid(True, which="both", alpha=0.3)
+
+    curve(axes[0, 0], "scaling_jobs", "jobs", "jobs (synthetic, large-1024)")
+    curve(axes[0, 1], "scaling_gpus", "GPUs", "GPUs")
+    ax = axes[1, 0]
+    series: dict[str, list[tuple[float, float]]] = {}
+    for r in res.section("latency"):
+        if r.metric == "latency_median_ms":
+            where, policy = r.case.rsplit(" / ", 1)
+            gpus = where.split(" GPUs")[0]
+            q = float(where.split("queue ")[1].replace(",", ""))
+            series.setdefault(f"{policy}, {gpus} GPUs", []).append((q, r.value))
+    for label, pts in series.items():
+        x, y = np.array(sorted(pts)).T
+        ax.loglog(x, y, "o-", label=label, linewidth=1)
+    ax.set_xlabel("queued jobs")
+    ax.set_ylabel("median decision latency (ms)")
+    ax.set_title("decision latency")
+    if series:
+        ax.legend(fontsize=6, ncol=2)
+    ax.grid(True, which="both", alpha=0.3)
+    ax = axes[1, 1]
+    steps = [r for r in res.section("steps") if r.metric == "steps_per_s"]
+    if steps:
+        ax.barh([r.case for r in steps], [r.value for r in steps])
+    ax.set_xlabel("steps per second")
+    ax.set_title("environment steps (masked random) vs CartPole-v1")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+# ------------------------------------------------------------------------------------------ command
+def _sections(text: str) -> tuple[str, ...]:
+    items = tuple(t.strip() for t in text.split(",") if t.strip())
+    bad = [t for t in items if t not in SECTIONS]
+    if not items or bad:
+        raise argparse.ArgumentTypeError(f"unknown section(s) {bad or text!r}; known: {', '.join(SECTIONS)}")
+    return items
+
+
+def add_parsers(sub: Any) -> None:
+    """Register ``frenzy benchmark``."""
+    p = sub.add_parser(
+        "benchmark",
+        help="measure env steps/s (vs CartPole), trace replay, decision latency, MARP, scaling, memory",
+        description="Benchmark the environment and the baselines; print a table and write CSV, JSON, "
+        "Markdown and a PNG. The default run takes a few minutes; --quick takes seconds, --full much longer.",
+    )
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="tiny run (seconds): a smoke test of every section")
+    size.add_argument("--full", action="store_true", help="every baseline on every whole trace; long")
+    p.add_argument("--sections", type=_sections, default=SECTIONS, help=f"comma list of {', '.join(SECTIONS)}")
+    p.add_argument("--policies", default=None, help="comma list of baselines (default: every registered one "
+                   "except random for replays; all for latency)")
+    p.add_argument("--data-dir", type=Path, default=None,
+                   help="shared data folder holding traces/philly/philly.csv and traces/itp/*.csv (without it "
+                   "the replay uses the shipped ITP extract)")
+    p.add_argument("--out", type=Path, default=Path("benchmark_out"), help="output folder (default benchmark_out)")
+    p.add_argument("--no-plot", action="store_true", help="no PNG")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(func=cmd_benchmark)
+
+
+def run_benchmark(
+    cfg: BenchConfig,
+    sections: tuple[str, ...] = SECTIONS,
+    *,
+    data_dir: Path | None = None,
+    policies: list[str] | None = None,
+    log: Callable[[str], None] = print,
+) -> Results:
+    """Run the chosen sections; returns every measurement."""
+    from baselines import POLICIES
+
+    known = list(POLICIES)
+    if policies is not None:
+        bad = [p for p in policies if p not in known]
+        if bad:
+            raise FrenzyError(f"unknown policy {', '.join(map(repr, bad))}; known: {', '.join(known)}")
+    replay_policies = policies or [p for p in known if p != "random"]
+    latency_policies = policies or known
+    if cfg.mode == "quick" and policies is None:
+        replay_policies = [p for p in (target_policy(), "fifo") if p in known][:2]
+    res = Results()
+    for name in SECTIONS:
+        if name not in sections:
+            continue
+        t0 = time.perf_counter()
+        log(f"[{name}]")
+        if name == "steps":
+            bench_steps(cfg, res, log)
+        elif name == "replay":
+            bench_replay(cfg, res, log, data_dir, replay_policies)
+        elif name == "latency":
+            bench_latency(cfg, res, log, latency_policies)
+        elif name == "marp":
+            bench_marp(cfg, res, log)
+        else:
+            bench_scaling(cfg, res, log)
+        log(f"  ({time.perf_counter() - t0:.0f} s)")
+    return res
+
+
+def cmd_benchmark(args: argparse.Namespace) -> int:
+    if args.data_dir is not None and not args.data_dir.is_dir():
+        raise FrenzyError(f"--data-dir: no such folder {str(args.data_dir)!r}")
+    mode = "quick" if args.quick else "full" if args.full else "default"
+    cfg = MODES[mode]
+    policies = [p.strip() for p in args.policies.split(",") if p.strip()] if args.policies else None
+    machine = machine_info()
+    log = (lambda _msg: None) if args.quiet else (lambda msg: print(msg, flush=True))
+    res = run_benchmark(cfg, args.sections, data_dir=args.data_dir, policies=policies, log=log)
+    paths = write_outputs(res, machine, args.out, mode, plot=not args.no_plot)
+    print()
+    print(summary_table(res, machine, mode))
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def _child_main(argv: list[str]) -> int:
+    spec = json.loads(argv[1])
+    out = _child_replay(spec)
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":  # the fresh process of a scaling run
+    if len(sys.argv) == 3 and sys.argv[1] == "--child":
+        sys.exit(_child_main(sys.argv[1:]))
+    from frenzy_env.cli import main
+
+    sys.exit(main(["benchmark", *sys.argv[1:]]))
