@@ -1,15 +1,28 @@
-"""Scripted baseline schedulers; ``make_policy(name, env, **kwargs)`` builds one bound to an env."""
+"""Scripted baseline schedulers; ``make_policy(name, env, **kwargs)`` builds one bound to an env.
+
+Registered names: ``frenzy`` (:mod:`baselines.frenzy`), ``asrpt`` (:mod:`baselines.asrpt`), ``doubling``
+(:mod:`baselines.doubling`), ``sia`` (:mod:`baselines.sia`), ``fifo``, ``sjf`` (oracle) and ``random``
+(:mod:`baselines.simple`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from baselines.asrpt import AsrptPolicy
 from baselines.base import ScriptedPolicy
+from baselines.doubling import DoublingPolicy
+from baselines.frenzy import FrenzyPolicy
+from baselines.sia import SiaPolicy
 from baselines.simple import FifoPolicy, RandomPolicy, SjfPolicy
 from frenzy_env.errors import ConfigError, unknown_name
 
 POLICIES: dict[str, Callable[..., ScriptedPolicy]] = {
+    "frenzy": FrenzyPolicy,
+    "asrpt": AsrptPolicy,
+    "doubling": DoublingPolicy,
+    "sia": SiaPolicy,
     "fifo": FifoPolicy,
     "sjf": SjfPolicy,
     "random": RandomPolicy,
@@ -33,4 +46,7 @@ def make_policy(name: str, env: Any, **kwargs: Any) -> ScriptedPolicy:
         raise ConfigError(f"bad keyword for policy {name!r}: {exc}") from None
 
 
-__all__ = ["POLICIES", "ScriptedPolicy", "make_policy", "register_policy"]
+__all__ = [
+    "POLICIES", "AsrptPolicy", "DoublingPolicy", "FrenzyPolicy", "ScriptedPolicy", "make_policy",
+    "register_policy",
+]

@@ -1,0 +1,427 @@
+"""A-SRPT (Luo et al., arXiv 2501.05563): a virtual single-machine SRPT schedule guides a non-preemptive queue.
+
+The policy acts only through the environment's start actions.
+
+Virtual instance
+    One machine stands for all ``G`` GPUs of the cluster. Job ``i`` arrives (at its submit time) with
+    virtual work ``(g_i / G) * n_i * alpha_i`` seconds, where ``g_i`` is its GPU count (the requested count,
+    rounded down to a plan slot count 1, 2, 4, ...; the count of its top-ranked MARP plan -- ranking
+    ``"min_gpus"`` -- when it requested none or no plan of the requested count fits in memory), ``n_i`` its
+    predicted iterations and ``alpha_i`` its predicted iteration time at its best placement (the fastest
+    GPU type at ``g_i`` GPUs, consolidated). The virtual machine runs preemptive SRPT (ties: earlier
+    arrival, then lower job id). It is advanced incrementally (event by event) at each decision.
+
+Real queue
+    A job enters the pending queue when it completes in the virtual schedule. The pending queue is served
+    strictly in that order: when its head cannot start, nothing behind it starts (``backfill=True`` lets
+    later pending jobs start instead). A job runs on ``g_i`` GPUs of the fastest GPU type that can place it
+    now (if every plan of ``g_i`` GPUs has crashed with out-of-memory, its other plans in ranked order).
+
+Communication awareness
+    ``alpha_max / alpha_min`` is the ratio of the job's iteration time on its most spread placement (one
+    tensor-parallel group per node, on as many nodes of the type as there are) to its consolidated one.
+    Jobs with a ratio ``>= comm_heavy`` (default :data:`COMM_HEAVY` = 1.5) wait for a consolidated placement
+    (the fewest nodes the count needs, as the simulator's best-fit placer would give) for at most ``tau``
+    times their predicted run time ``n_i * alpha_i`` after release, then take any placement; light jobs
+    start at once on any placement. ``tau`` is not fixed by the paper; the default :data:`DEFAULT_TAU` = 1.0
+    (a heavy job waits at most as long as it is predicted to run). A job predicted to need zero iterations
+    has a zero wait.
+
+Predictor (``predictor``)
+    ``"forest"`` (default): a scikit-learn random forest trained online on finished jobs (target: their
+    iterations; features: recurring group, requested GPUs, log10 model size, global batch). A job's recurring
+    group is :attr:`JobSpec.group` when the workload has one, else its configuration (model, batch, sequence
+    length, requested GPUs) -- trace jobs that repeat a configuration recur. As in the paper, a job of a
+    group with no finished job yet is predicted to need zero iterations; ``unseen="mean"`` gives it the mean
+    iterations of the finished jobs instead. The forest is refitted when a group it has not seen gets
+    predicted or when the samples have grown by ``refit_growth`` (default 1.25x) since the last fit.
+    ``"perfect"``: the true iterations (the paper's perfect-prediction variant; an oracle).
+    ``"estimate"``: the env's ``work_estimate`` (what its ``work_info`` setting lets schedulers know).
+
+Decision points (an env limitation, documented)
+    The env consults a policy only at simulator events (arrivals, finishes, OOM failures); it has no timer.
+    A virtual completion or a consolidation deadline that falls between two events therefore cannot be acted
+    on at its exact time. ``release="lookahead"`` (default) acts at the last decision point before it: the
+    virtual schedule is advanced to the time the env would next consult the policy if it waits
+    (``sim.next_event_time()``; no job arrives before it, so this schedule uses only known jobs), and a
+    deadline that falls before that time counts as reached. ``release="strict"`` acts only on virtual
+    completions and deadlines ``<= now`` (a job may then wait until the next event, which can be long on
+    a lightly loaded cluster).
+
+Queue window
+    Only jobs in the env's visible queue window (``queue_slots``, arrival order) can be started. When the
+    pending head is outside the window, the earliest-released pending job inside it acts as the head.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+from typing import Any
+
+import numpy as np
+
+from baselines.base import ScriptedPolicy
+from baselines.frenzy import PlanRanker, _fallback
+from frenzy_env.errors import ConfigError, unknown_name
+from frenzy_env.placement import place
+from frenzy_env.simulator import DONE, QUEUED, REJECTED
+from frenzy_env.throughput import iteration_time
+
+COMM_HEAVY = 1.5
+DEFAULT_TAU = 1.0
+ASRPT_PREDICTORS = ("forest", "perfect", "estimate")
+UNSEEN = ("zero", "mean")
+RELEASE = ("lookahead", "strict")
+
+
+class IterationForest:
+    """Online random-forest predictor of a job's iterations (A-SRPT's recurring-job predictor).
+
+    Parameters
+    ----------
+    unseen: ``"zero"`` (the paper: a job of a group never seen finishing is predicted 0 iterations) or
+        ``"mean"`` (the mean iterations of all finished jobs, 0 before the first finish).
+    trees: number of trees; refit_growth: refit when the samples grew by this factor since the last fit.
+    seed: random state of the forest.
+    """
+
+    def __init__(self, unseen: str = "zero", trees: int = 30, refit_growth: float = 1.25, seed: int = 0) -> None:
+        if unseen not in UNSEEN:
+            raise unknown_name("unseen", unseen, UNSEEN)
+        if not (isinstance(trees, int) and trees >= 1):
+            raise ConfigError(f"trees must be a positive integer, got {trees!r}")
+        if not refit_growth > 1.0:
+            raise ConfigError(f"refit_growth must be > 1, got {refit_growth!r}")
+        self.unseen = unseen
+        self.trees = trees
+        self.refit_growth = float(refit_growth)
+        self.seed = seed
+        self._codes: dict[tuple, int] = {}
+        self._x: list[tuple[float, float, float, float]] = []
+        self._y: list[float] = []
+        self._seen: set[int] = set()  # group codes with a finished job
+        self._fitted_groups: set[int] = set()
+        self._fitted_n = 0
+        self._forest: Any = None
+        self._cache: dict[tuple, float] = {}
+        self.fits = 0
+
+    def group_code(self, job: Any) -> int:
+        key = ("group", job.group) if job.group is not None else (
+            "config", job.model.name, int(job.batch_size), int(job.seq_len), job.requested_gpus
+        )
+        code = self._codes.get(key)
+        if code is None:
+            code = self._codes[key] = len(self._codes)
+        return code
+
+    def features(self, job: Any) -> tuple[float, float, float, float]:
+        return (
+            float(self.group_code(job)),
+            float(job.requested_gpus or 0),
+            math.log10(max(job.model.num_params, 1)),
+            float(job.batch_size),
+        )
+
+    def observe(self, job: Any, iterations: float) -> None:
+        """Record a finished job and its true iterations."""
+        x = self.features(job)
+        self._x.append(x)
+        self._y.append(float(iterations))
+        self._seen.add(int(x[0]))
+
+    def predict(self, job: Any) -> float:
+        """Predicted iterations of ``job``."""
+        x = self.features(job)
+        code = int(x[0])
+        if code not in self._seen:
+            return float(np.mean(self._y)) if (self.unseen == "mean" and self._y) else 0.0
+        if code not in self._fitted_groups or len(self._y) >= self.refit_growth * self._fitted_n:
+            self._fit()
+        value = self._cache.get(x)
+        if value is None:
+            value = self._cache[x] = float(self._forest.predict(np.array([x]))[0])
+        return value
+
+    def _fit(self) -> None:
+        from sklearn.ensemble import RandomForestRegressor
+
+        forest = RandomForestRegressor(n_estimators=self.trees, random_state=self.seed, n_jobs=1)
+        forest.fit(np.array(self._x), np.array(self._y))
+        self._forest = forest
+        self._fitted_groups = set(self._seen)
+        self._fitted_n = len(self._y)
+        self._cache.clear()
+        self.fits += 1
+
+
+class AsrptPolicy(ScriptedPolicy):
+    """A-SRPT: virtual SRPT order, strict pending queue, communication-aware waiting (module docstring).
+
+    Parameters
+    ----------
+    env: the (possibly wrapped) FrenzyEnv.
+    comm_heavy: ``alpha_max / alpha_min`` threshold of communication-heavy jobs (default 1.5).
+    tau: a heavy job waits for a consolidated placement at most ``tau`` x its predicted run time (default 1).
+    predictor: ``"forest"`` | ``"perfect"`` | ``"estimate"``.
+    backfill: let later pending jobs start when the head cannot (default False: strict order).
+    unseen: forest prediction for unseen groups, ``"zero"`` (paper) or ``"mean"``.
+    release: ``"lookahead"`` (default) or ``"strict"``; see "Decision points".
+    seed: random state of the forest.
+    """
+
+    name = "asrpt"
+
+    def __init__(
+        self,
+        env: Any,
+        comm_heavy: float = COMM_HEAVY,
+        tau: float = DEFAULT_TAU,
+        predictor: str = "forest",
+        backfill: bool = False,
+        unseen: str = "zero",
+        release: str = "lookahead",
+        seed: int = 0,
+    ) -> None:
+        super().__init__(env)
+        if not (isinstance(comm_heavy, (int, float)) and comm_heavy >= 1.0):
+            raise ConfigError(f"comm_heavy must be a number >= 1, got {comm_heavy!r}")
+        if not (isinstance(tau, (int, float)) and tau >= 0 and math.isfinite(tau)):
+            raise ConfigError(f"tau must be a finite number >= 0, got {tau!r}")
+        if predictor not in ASRPT_PREDICTORS:
+            raise unknown_name("predictor", predictor, ASRPT_PREDICTORS)
+        if unseen not in UNSEEN:
+            raise unknown_name("unseen", unseen, UNSEEN)
+        if release not in RELEASE:
+            raise unknown_name("release", release, RELEASE)
+        self.comm_heavy = float(comm_heavy)
+        self.tau = float(tau)
+        self.predictor = predictor
+        self.backfill = bool(backfill)
+        self.unseen = unseen
+        self.release = release
+        self.seed = seed
+        self.oracle = predictor == "perfect"
+        self._for_sim: Any = None
+        self._ratio_cache: dict[tuple, float] = {}
+
+    # ------------------------------------------------------------------ episode state
+    def reset(self) -> None:
+        self._for_sim = None
+
+    def _ensure(self) -> None:
+        sim = self.sim
+        if self._for_sim is sim:
+            return
+        self._for_sim = sim
+        n = sim.num_jobs
+        self.ranker = PlanRanker(sim)
+        self.forest = IterationForest(self.unseen, seed=self.seed) if self.predictor == "forest" else None
+        self.vt = float(sim.submit[0])  # virtual clock
+        self._vnext = 0  # next job index to arrive in the virtual instance
+        self._vheap: list[tuple[float, float, int, int]] = []  # (remaining, submit, job_id, job index)
+        self._seq = 0
+        self._pending: list[tuple[int, int]] = []  # (release seq, job index), release order
+        self.release_seq = np.full(n, -1, dtype=np.int64)  # (J,)
+        self.release_time = np.full(n, np.nan)  # (J,) virtual completion time
+        self.gpus = np.zeros(n, dtype=np.int64)  # (J,) g_i
+        self.pred_iters = np.zeros(n)  # (J,) n_i
+        self.alpha = np.full(n, np.inf)  # (J,) alpha_i
+        self.heavy = np.zeros(n, dtype=bool)  # (J,)
+        self.deadline = np.full(n, np.inf)  # (J,) release + tau * n_i * alpha_i for heavy jobs
+        self._cands: dict[int, np.ndarray] = {}  # job -> plan slots at g_i, fastest first
+        self._started: set[int] = set()
+        self._seen_finished = sim.finished
+        self._seen_ooms = sim.oom_failures
+        self._min_span = np.maximum(1, -(-sim.plan_count // sim.max_node_gpus[sim.plan_type]))  # (P,)
+
+    # ------------------------------------------------------------------ per-job quantities
+    def _job_info(self, j: int) -> None:
+        """g_i, candidate plans, alpha_i and the communication ratio of a newly arrived job."""
+        sim = self.sim
+        avail = sim.pred_ok[j]  # (P,)
+        counts = sim.plan_count
+        req = sim.jobs[j].requested_gpus
+        g = 0
+        if req:
+            levels = sim.plan_counts_levels
+            g = int(levels[levels <= req].max()) if (levels <= req).any() else int(levels[0])
+            if not (avail & (counts == g)).any():
+                g = 0
+        if g == 0:
+            top = self.ranker.top_plan(j)
+            g = int(counts[top]) if top >= 0 else int(counts[np.flatnonzero(avail)[0]])
+        cand = np.flatnonzero(avail & (counts == g))
+        cand = cand[np.argsort(sim.iter_time[j, cand], kind="stable")]
+        self._cands[j] = cand
+        self.gpus[j] = g
+        self.alpha[j] = float(sim.iter_time[j, cand[0]])
+        self.heavy[j] = self._comm_ratio(j, int(cand[0])) >= self.comm_heavy
+
+    def _comm_ratio(self, j: int, plan: int) -> float:
+        """alpha_max / alpha_min: most spread over consolidated iteration time of ``plan``."""
+        sim = self.sim
+        spec = sim.jobs[j]
+        key = (spec.model, int(spec.batch_size), int(spec.seq_len), plan)
+        ratio = self._ratio_cache.get(key)
+        if ratio is None:
+            t = int(sim.plan_type[plan])
+            g, tp = int(sim.plan_count[plan]), int(sim.layout_tp[j, plan])
+            nodes_of_type = int((sim.cluster.node_type_index == t).sum())
+            widest = min(g // tp, nodes_of_type)
+            if widest <= int(self._min_span[plan]):
+                ratio = 1.0
+            else:
+                slow = iteration_time(
+                    spec.model, batch_size=int(spec.batch_size), seq_len=int(spec.seq_len),
+                    gpu=sim.gpu_types[t], dp=g // tp, tp=tp, nodes_spanned=widest,
+                    utilisation=sim.config.utilisation,
+                )
+                ratio = slow / float(sim.iter_time[j, plan])
+            self._ratio_cache[key] = ratio
+        return ratio
+
+    def _predict_iterations(self, j: int) -> float:
+        sim = self.sim
+        if self.predictor == "perfect":
+            return float(sim.work[j])
+        if self.predictor == "estimate":
+            return float(sim.work_estimate[j])
+        return max(0.0, self.forest.predict(sim.jobs[j]))
+
+    # ------------------------------------------------------------------ virtual SRPT instance
+    def _virtual_arrive(self, j: int) -> None:
+        sim = self.sim
+        if not sim.pred_ok[j].any():
+            return  # rejected at arrival: fits nowhere, never scheduled
+        self._job_info(j)
+        self.pred_iters[j] = self._predict_iterations(j)
+        work = self.gpus[j] / sim.cluster.num_gpus * self.pred_iters[j] * self.alpha[j]
+        spec = sim.jobs[j]
+        heapq.heappush(self._vheap, (work, float(sim.submit[j]), int(spec.job_id), j))
+
+    def _release(self, j: int, t: float) -> None:
+        self.release_seq[j] = self._seq
+        self.release_time[j] = t
+        if self.heavy[j]:
+            self.deadline[j] = t + self.tau * self.pred_iters[j] * self.alpha[j]
+        self._pending.append((self._seq, j))
+        self._seq += 1
+
+    def advance_virtual(self, horizon: float) -> None:
+        """Run the virtual SRPT machine up to ``horizon`` (jobs that have arrived in the sim only)."""
+        sim = self.sim
+        arrived = sim._next_arrival
+        submit = sim.submit
+        heap = self._vheap
+        vt = self.vt
+        while True:
+            while self._vnext < arrived and submit[self._vnext] <= vt:
+                self._virtual_arrive(self._vnext)
+                self._vnext += 1
+            ta = float(submit[self._vnext]) if self._vnext < arrived else math.inf
+            if not heap:
+                if ta <= horizon and ta < math.inf:
+                    vt = ta
+                    continue
+                break
+            rem, sub, jid, j = heap[0]
+            stop = min(ta, horizon)
+            if vt + rem <= stop:
+                heapq.heappop(heap)
+                vt += rem
+                self._release(j, vt)
+                continue
+            heapq.heapreplace(heap, (rem - (stop - vt), sub, jid, j))  # still the smallest
+            vt = stop
+            if ta <= horizon and ta < math.inf:
+                continue
+            break
+        if math.isfinite(horizon):
+            vt = max(vt, horizon)
+        self.vt = vt
+
+    # ------------------------------------------------------------------ real cluster
+    def _sync(self) -> None:
+        """Learn from jobs that finished; put jobs that crashed with OOM back in the pending queue."""
+        sim = self.sim
+        if sim.finished != self._seen_finished:
+            self._seen_finished = sim.finished
+            for j in [j for j in self._started if sim.status[j] == DONE]:
+                self._started.discard(j)
+                if self.forest is not None:
+                    self.forest.observe(sim.jobs[j], float(sim.work[j]))
+        if sim.oom_failures != self._seen_ooms:
+            self._seen_ooms = sim.oom_failures
+            for j in [j for j in self._started if sim.status[j] in (QUEUED, REJECTED)]:
+                self._started.discard(j)
+                if sim.status[j] == QUEUED:
+                    bisect.insort(self._pending, (int(self.release_seq[j]), j))
+
+    def _horizon(self) -> float:
+        sim = self.sim
+        if not sim.has_pending_events():
+            return math.inf  # nothing will wake the policy again: everything is due now
+        if self.release == "strict":
+            return sim.now
+        return max(sim.now, sim.next_event_time())
+
+    def _try_start(self, j: int, k: int, mask: np.ndarray, horizon: float) -> int | None:
+        sim = self.sim
+        p_n = sim.num_plans
+        cand = self._cands[j]
+        cand = cand[~sim.oom_known[j, cand]]
+        if cand.size == 0:
+            cand = self.ranker.ranked(j)  # every plan of g_i GPUs crashed: its other plans, ranked
+        row = mask[1 + k * p_n : 1 + (k + 1) * p_n]
+        legal = cand[row[cand]]
+        if legal.size == 0:
+            return None
+        if not self.heavy[j] or horizon >= self.deadline[j]:
+            return 1 + k * p_n + int(legal[0])
+        free, nti, strategy = sim.state.free, sim.cluster.node_type_index, sim.config.placement
+        for p in legal.tolist():
+            counts = place(free, nti, int(sim.plan_type[p]), int(sim.plan_count[p]), int(sim.layout_tp[j, p]),
+                           strategy=strategy)
+            if counts is not None and np.count_nonzero(counts) <= self._min_span[p]:
+                return 1 + k * p_n + p
+        return None  # heavy: wait for a consolidated placement
+
+    def act(self, mask: np.ndarray) -> int:
+        self._ensure()
+        self._sync()
+        sim = self.sim
+        horizon = self._horizon()
+        self.advance_virtual(horizon)
+        qv = self.env.visible_queue
+        if not self._pending or len(qv) == 0:
+            return _fallback(mask)
+        slot = {int(j): k for k, j in enumerate(qv.tolist())}
+        stale = False
+        for _, j in self._pending:
+            if sim.status[j] != QUEUED:
+                stale = True
+                continue
+            k = slot.get(j)
+            if k is None:
+                continue  # outside the queue window: the first visible pending job acts as head
+            action = self._try_start(j, k, mask, horizon)
+            if action is not None:
+                self._started.add(j)
+                if stale:
+                    self._compact(exclude=j)
+                return action
+            if not self.backfill:
+                break
+        if stale:
+            self._compact()
+        return _fallback(mask)
+
+    def _compact(self, exclude: int = -1) -> None:
+        status = self.sim.status
+        self._pending = [(s, j) for s, j in self._pending if status[j] == QUEUED and j != exclude]
+
+
+__all__ = ["AsrptPolicy", "IterationForest", "COMM_HEAVY", "DEFAULT_TAU"]

@@ -1,0 +1,190 @@
+"""Frenzy (Chang et al., arXiv 2412.14479): MARP memory-aware plans + HAS best-fit placement.
+
+What the policy does, at every decision (it acts only through the environment's start actions):
+
+1. Jobs are taken in arrival order (the env's visible queue window, ``queue_slots`` jobs, is already in
+   arrival order; a job beyond the window cannot be started by any policy until it enters the window).
+2. For each job, MARP's resource plans -- the env's plan slots (GPU type, GPU count) with the layout the
+   predictor picks for that count -- are taken in the order of ``ranking``; the first plan that can be
+   placed *now* (the action mask says so) is started. The simulator places it best-fit (Frenzy's HAS, the
+   env's default ``placement="best_fit"``): one node if any node of that type can hold it, the node whose
+   free GPUs fit tightest; otherwise the fewest nodes.
+3. A job none of whose plans can be placed now waits; later jobs may still start (the paper's HAS walks
+   the whole queue; there is no head-of-line blocking). No preemption, no resizing.
+
+Options (keyword names are public API)
+--------------------------------------
+``ranking``: how MARP orders a job's plans (:data:`frenzy_env.memory.RANKINGS`; the paper defines none).
+    Default :data:`frenzy_env.memory.DEFAULT_RANKING` = ``"min_gpus"`` -- fewest GPUs, then the smallest GPU
+    memory that holds the job (equal memory: the cheaper GPU per hour), then the smaller ``tp``: Frenzy's
+    "tightest fit". ``"max_mem_util"`` (highest predicted memory utilisation), ``"min_est_time"`` (shortest
+    predicted iteration time), ``"min_gpu_hours"`` (fewest GPUs x iteration time) as in
+    :func:`frenzy_env.memory.plan_resources`.
+``predictor``: the MARP estimator that decides which plans the *policy* believes fit and ranks memory
+    utilisation: ``None`` (default: the env's configured predictor, so policy and mask agree), ``"frenzy"``
+    (the paper's closed form), ``"extended"`` or ``"oracle"`` (= "extended", the simulator's ground truth).
+    The policy can only take actions the env allows, so its plan set is the intersection of its own
+    predictor and the env's mask; when its predictor admits no plan of a job, the env's plans are used (so
+    a job is never stranded).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from baselines.base import ScriptedPolicy
+from frenzy_env.cluster import get_gpu_type
+from frenzy_env.errors import unknown_name
+from frenzy_env.memory import DEFAULT_RANKING, RANKINGS, estimate_memory_array
+
+PREDICTORS = (None, "frenzy", "extended", "oracle")
+_UNRANKED = np.iinfo(np.int64).max // 2  # rank position of a plan the policy never uses
+
+
+class PlanRanker:
+    """Per-job plan ranking over a simulator's plan slots, cached per (model, batch, seq_len) configuration.
+
+    ``positions(jobs)`` is a (len(jobs), P) int64 matrix: the position of each plan slot in the job's ranked
+    plan list (0 = best), :data:`_UNRANKED` for plans outside it. Computed once per job per episode.
+    """
+
+    def __init__(self, sim: Any, ranking: str = DEFAULT_RANKING, predictor: str | None = None) -> None:
+        if ranking not in RANKINGS:
+            raise unknown_name("ranking", ranking, RANKINGS)
+        if predictor not in PREDICTORS:
+            raise unknown_name("predictor", predictor, [p for p in PREDICTORS if p])
+        self.sim = sim
+        self.ranking = ranking
+        method = predictor or sim.config.predictor
+        self.method = "extended" if method == "oracle" else method
+        types = [get_gpu_type(t) for t in sim.gpu_types]
+        self._caps = np.array([g.memory_bytes for g in types], dtype=np.float64)  # (T,)
+        order = sorted(range(len(types)), key=lambda i: (types[i].memory_bytes, types[i].cost_per_hour, types[i].name))
+        fit_rank = np.empty(len(types), dtype=np.int64)
+        fit_rank[order] = np.arange(len(types))
+        self._fit_rank = fit_rank  # (T,) smallest GPU first
+        names = [g.name for g in types]
+        self._name_rank = np.argsort(np.argsort(names)).astype(np.int64)  # (T,)
+        self._by_config: dict[tuple, np.ndarray] = {}
+        self._pos = np.full((sim.num_jobs, sim.num_plans), -1, dtype=np.int64)  # (J, P); -1 = not computed
+        self._top = np.full(sim.num_jobs, -2, dtype=np.int64)  # (J,) best plan; -2 = not computed
+
+    def positions(self, jobs: np.ndarray) -> np.ndarray:
+        """(len(jobs), P) rank position of each plan slot (0 = first choice)."""
+        jobs = np.asarray(jobs, dtype=np.int64)
+        todo = jobs[self._pos[jobs, 0] < 0]
+        for j in todo.tolist():
+            self._pos[j] = self._row(j)
+        return self._pos[jobs]
+
+    def ranked(self, job: int) -> np.ndarray:
+        """Plan slots of ``job`` in ranked order (only those the policy's predictor and the env allow)."""
+        pos = self.positions(np.array([job]))[0]
+        keep = np.flatnonzero(pos < _UNRANKED)
+        return keep[np.argsort(pos[keep], kind="stable")]
+
+    def top_plan(self, job: int) -> int:
+        """The first-ranked plan slot of ``job`` (-1 when it has none)."""
+        if self._top[job] == -2:
+            r = self.ranked(job)
+            self._top[job] = int(r[0]) if r.size else -1
+        return int(self._top[job])
+
+    def _row(self, j: int) -> np.ndarray:
+        sim = self.sim
+        spec = sim.jobs[j]
+        key = (spec.model, int(spec.batch_size), int(spec.seq_len))  # the layouts follow from these
+        cached = self._by_config.get(key)
+        if cached is None:
+            cached = self._by_config[key] = self._rank_config(j)
+        pos_row, own_ok = cached
+        ok = sim.pred_ok[j] & own_ok
+        if not ok.any():
+            ok = sim.pred_ok[j]  # the policy's predictor admits nothing: fall back to the env's plans
+        return np.where(ok, pos_row, _UNRANKED)
+
+    def _rank_config(self, j: int) -> tuple[np.ndarray, np.ndarray]:
+        """(P,) rank position of every plan slot and (P,) whether the policy's predictor says it fits."""
+        sim = self.sim
+        spec = sim.jobs[j]
+        tp = sim.layout_tp[j]  # (P,) the layout the env runs at each plan slot
+        counts = sim.plan_count  # (P,)
+        mem = estimate_memory_array(
+            spec.model, batch_size=int(spec.batch_size), seq_len=int(spec.seq_len),
+            dp=np.maximum(counts // tp, 1), tp=tp, method=self.method,
+        )  # (P,) bytes per GPU
+        t_idx = sim.plan_type
+        cap = self._caps[t_idx]  # (P,)
+        times = np.nan_to_num(sim.iter_time[j], nan=np.inf, posinf=np.inf)  # (P,)
+        name_rank = self._name_rank[t_idx]
+        if self.ranking == "min_gpus":
+            order = np.lexsort((tp, self._fit_rank[t_idx], counts))
+        elif self.ranking == "max_mem_util":
+            order = np.lexsort((name_rank, tp, counts, -(mem / cap)))
+        elif self.ranking == "min_est_time":
+            order = np.lexsort((name_rank, tp, cap, counts, times))
+        else:  # min_gpu_hours
+            order = np.lexsort((name_rank, tp, cap, times, counts * times))
+        pos_row = np.empty(sim.num_plans, dtype=np.int64)
+        pos_row[order] = np.arange(sim.num_plans)
+        return pos_row, mem <= cap
+
+
+class FrenzyPolicy(ScriptedPolicy):
+    """Frenzy's HAS: arrival order, MARP plans in ``ranking`` order, first placeable plan, best-fit nodes.
+
+    Parameters
+    ----------
+    env: the (possibly wrapped) FrenzyEnv.
+    ranking: MARP plan ranking (see the module docstring); default ``"min_gpus"``.
+    predictor: MARP estimator of the policy (``None``: the env's).
+    """
+
+    name = "frenzy"
+
+    def __init__(self, env: Any, ranking: str = DEFAULT_RANKING, predictor: str | None = None) -> None:
+        super().__init__(env)
+        if ranking not in RANKINGS:
+            raise unknown_name("ranking", ranking, RANKINGS)
+        if predictor not in PREDICTORS:
+            raise unknown_name("predictor", predictor, [p for p in PREDICTORS if p])
+        self.ranking = ranking
+        self.predictor = predictor
+        self._ranker: PlanRanker | None = None
+
+    def reset(self) -> None:
+        self._ranker = None
+
+    @property
+    def ranker(self) -> PlanRanker:
+        """The plan ranker of the current simulator (rebuilt when the env builds a new one)."""
+        if self._ranker is None or self._ranker.sim is not self.sim:
+            self._ranker = PlanRanker(self.sim, self.ranking, self.predictor)
+        return self._ranker
+
+    def act(self, mask: np.ndarray) -> int:
+        env = self.env
+        qv = env.visible_queue
+        if len(qv) == 0:
+            return _fallback(mask)
+        p = env.num_plans
+        legal = mask[1 : 1 + len(qv) * p].reshape(len(qv), p)  # (Q, P)
+        score = np.where(legal, self.ranker.positions(qv), _UNRANKED)  # (Q, P)
+        best = score.min(axis=1)  # (Q,)
+        rows = np.flatnonzero(best < _UNRANKED)
+        if rows.size == 0:
+            return _fallback(mask)
+        k = int(rows[0])  # the earliest-arrived job that can start now
+        return 1 + k * p + int(np.argmin(score[k]))
+
+
+def _fallback(mask: np.ndarray) -> int:
+    """Wait when waiting is legal; otherwise (time cannot advance) the first legal action, never a no-op."""
+    if mask[0] or not mask.any():
+        return 0
+    return int(np.flatnonzero(mask)[0])
+
+
+__all__ = ["FrenzyPolicy", "PlanRanker", "PREDICTORS"]

@@ -1,0 +1,290 @@
+"""Sia (Subramanya et al., SOSP 2023) as a baseline: a goodput-optimising integer program every round.
+
+What it does, as the paper describes it, mapped onto this environment:
+
+* **Rounds** of ``round_s`` = 60 s of simulated time. The environment only stops at events (arrivals,
+  finishes, OOM failures), so a round happens at the *first decision point at or after each boundary*; at
+  decision points inside a round nothing is re-solved and the policy only carries out the round's plan.
+* **Candidate configurations** per job and GPU type: 1, 2, 4 GPUs on one node, then whole nodes. The
+  environment's plan slots are (GPU type, power-of-two count), so whole-node counts are 8, 16, 32, ... on
+  8-GPU nodes (4, 8, 16, ... on 4-GPU nodes); Sia's non-power-of-two node counts (3 nodes = 24 GPUs) have no
+  plan slot and are not offered. Only plans the configured memory predictor allows (and that have not
+  crashed for the job) are candidates -- the same information every baseline gets.
+* **Goodput** of a configuration = throughput, ``1 / sim.iter_time`` (iterations/s, consolidated placement).
+  Jobs have a fixed global batch here, so statistical efficiency is 1 and goodput equals throughput.
+* The goodput matrix is **normalised per job** by the job's smallest candidate goodput (its row minimum is 1).
+* **Restart factor**: for a running job, every configuration other than its current one is scaled by
+  Pollux's re-allocation factor ``max(age - restarts * penalty, 0) / (age + penalty)`` (1 while
+  ``age < penalty``), with ``penalty`` = the simulator's restart cost (``restart_overhead + startup_time``)
+  and ``age`` = seconds since submission.
+* **Utility** ``goodput ** p`` with ``p = -0.5``. With ``p < 0`` Sia minimises the summed utility; a job given
+  no configuration counts as goodput ``1e-4`` (Sia's ``ZERO_ALLOC_GAIN``), so the solver prefers giving every
+  job something before scaling any job up. (``p > 0`` maximises the summed utility.)
+* **Integer program** (``scipy.optimize.milp``, HiGHS): binary ``x[j, c]``; at most one configuration per job;
+  per GPU type the chosen GPUs fit the type's capacity (less GPUs held by running jobs outside the env's
+  visible slots, which the policy cannot act on). Jobs still starting or restarting are pinned to their
+  current configuration (the environment refuses to resize them, as Sia does not re-allocate a job during a
+  checkpoint-restore).
+* **No preemption to zero**: the environment has no "preempt" action, so a running job always keeps one
+  configuration (it may be shrunk or moved, never stopped). Sia proper could suspend it.
+* **Placement**: partial-node configurations (fewer GPUs than a node holds) are carried out only if one node
+  of that type can hold them (the environment's best-fit placer then uses that node); whole-node
+  configurations go to the environment's placer (fewest nodes). The plan is carried out in order: resizes that
+  shrink first, then moves and growths, then starts, largest first; a step that is not legal now (GPUs still
+  held, fragmentation) is retried while other steps free GPUs, and dropped at the end of the round.
+* ``requested_only=True`` restricts each job to its requested GPU count (Sia's "rigid" jobs), on any type.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from baselines.base import ScriptedPolicy
+from frenzy_env.errors import ConfigError
+
+ZERO_ALLOC_GOODPUT = 1e-4  # Sia's ZERO_ALLOC_GAIN: the goodput a job with no allocation counts as
+
+
+def solve_sia_milp(
+    goodput: np.ndarray,
+    counts: np.ndarray,
+    types: np.ndarray,
+    capacity: np.ndarray,
+    *,
+    p: float = -0.5,
+    must_allocate: np.ndarray | None = None,
+    pinned: np.ndarray | None = None,
+    time_limit: float = 10.0,
+) -> np.ndarray:
+    """Sia's integer program over a (normalised, restart-scaled) goodput matrix.
+
+    Parameters
+    ----------
+    goodput: (J, C) goodput of each job on each configuration; 0 (or less) marks a configuration that is
+        not a candidate for that job.
+    counts: (C,) GPUs of each configuration. types: (C,) GPU-type index of each configuration.
+    capacity: (T,) GPUs of each type available to these jobs.
+    p: the utility exponent (``goodput ** p``); p < 0 minimises, p > 0 maximises.
+    must_allocate: (J,) bool, jobs that must get exactly one configuration (running jobs).
+    pinned: (J,) int, a configuration a job must keep (-1 for none).
+
+    Returns
+    -------
+    (J,) int: the chosen configuration of each job, -1 for none.
+    """
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix
+
+    goodput = np.asarray(goodput, dtype=np.float64)
+    n_jobs, n_cfg = goodput.shape
+    if p == 0 or not math.isfinite(p):
+        raise ConfigError(f"p must be a non-zero finite number, got {p!r}")
+    if n_jobs == 0:
+        return np.zeros(0, dtype=np.int64)
+    rows, cols = np.nonzero(goodput > 0)  # one variable per candidate (job, config)
+    chosen = np.full(n_jobs, -1, dtype=np.int64)
+    if rows.size == 0:
+        return chosen
+    util = goodput[rows, cols] ** p
+    c = util - ZERO_ALLOC_GOODPUT**p if p < 0 else -util  # minimise
+    nvar = rows.size
+    n_types = len(capacity)
+    # constraint rows: one per job (sum x <= 1, or == 1), one per GPU type (sum counts * x <= capacity)
+    a_rows = np.concatenate([rows, n_jobs + np.asarray(types)[cols]])
+    a_cols = np.concatenate([np.arange(nvar), np.arange(nvar)])
+    a_vals = np.concatenate([np.ones(nvar), np.asarray(counts, dtype=np.float64)[cols]])
+    a = coo_matrix((a_vals, (a_rows, a_cols)), shape=(n_jobs + n_types, nvar)).tocsr()
+    lb = np.zeros(n_jobs + n_types)
+    ub = np.concatenate([np.ones(n_jobs), np.asarray(capacity, dtype=np.float64)])
+    has_var = np.bincount(rows, minlength=n_jobs) > 0
+    if must_allocate is not None:
+        lb[:n_jobs][np.asarray(must_allocate, dtype=bool) & has_var] = 1.0
+    var_lb = np.zeros(nvar)
+    var_ub = np.ones(nvar)
+    if pinned is not None:
+        pinned = np.asarray(pinned)
+        pin_rows = pinned[rows] >= 0
+        var_ub[pin_rows & (cols != pinned[rows])] = 0.0
+        var_lb[pin_rows & (cols == pinned[rows])] = 1.0
+    res = milp(
+        c,
+        constraints=LinearConstraint(a, lb, ub),
+        integrality=np.ones(nvar),
+        bounds=Bounds(var_lb, var_ub),
+        options={"time_limit": float(time_limit), "disp": False},
+    )
+    if res.x is None:  # infeasible or out of time without a solution: keep everything as it is
+        if pinned is not None:
+            return np.where(np.asarray(pinned) >= 0, pinned, -1).astype(np.int64)
+        return chosen
+    take = res.x > 0.5
+    chosen[rows[take]] = cols[take]
+    return chosen
+
+
+class SiaPolicy(ScriptedPolicy):
+    """Sia: per-round integer program over per-job normalised goodput (see the module docstring).
+
+    Parameters
+    ----------
+    env: the environment. round_s: round length in simulated seconds (60). p: utility exponent (-0.5).
+    requested_only: only configurations with the job's requested GPU count (False: any count).
+    restart_penalty: seconds a re-allocation costs in the restart factor (default: the simulator's
+        ``restart_overhead + startup_time``). time_limit: HiGHS time limit per round, seconds.
+    """
+
+    name = "sia"
+
+    def __init__(
+        self,
+        env: Any,
+        round_s: float = 60.0,
+        p: float = -0.5,
+        requested_only: bool = False,
+        restart_penalty: float | None = None,
+        time_limit: float = 10.0,
+    ) -> None:
+        super().__init__(env)
+        if not (isinstance(round_s, (int, float)) and round_s > 0):
+            raise ConfigError(f"round_s must be a positive number of seconds, got {round_s!r}")
+        if not (isinstance(p, (int, float)) and p != 0 and math.isfinite(p)):
+            raise ConfigError(f"p must be a non-zero finite number, got {p!r}")
+        if restart_penalty is not None and not restart_penalty >= 0:
+            raise ConfigError(f"restart_penalty must be >= 0 seconds, got {restart_penalty!r}")
+        self.round_s = float(round_s)
+        self.p = float(p)
+        self.requested_only = bool(requested_only)
+        self.restart_penalty = restart_penalty
+        self.time_limit = float(time_limit)
+        self.rounds = 0
+        self.reset()
+
+    def reset(self) -> None:
+        self._next_round = -math.inf
+        self._todo: list[tuple[str, int, int]] = []  # ("resize" | "start", job, plan)
+        self.rounds = 0
+
+    # ------------------------------------------------------------------ acting
+    def act(self, mask: np.ndarray) -> int:
+        sim = self.sim
+        if sim.now >= self._next_round:
+            self._todo = self.plan_round()
+            self.rounds += 1
+            self._next_round = (math.floor(sim.now / self.round_s) + 1) * self.round_s
+        for i, (kind, job, plan) in enumerate(self._todo):
+            action = self._legal_action(kind, job, plan, mask)
+            if action is not None:
+                del self._todo[i]
+                return action
+        self._todo = []  # nothing left that can be done now: the rest waits for the next round
+        return 0
+
+    def _legal_action(self, kind: str, job: int, plan: int, mask: np.ndarray) -> int | None:
+        env, sim = self.env, self.sim
+        if kind == "start":
+            if sim.status[job] != 1:  # QUEUED
+                return None
+            action = env.start_action(job, plan)
+            own = None
+        else:
+            run = sim.running.get(job)
+            if run is None or run.plan == plan:
+                return None
+            action = env.resize_action(job, plan)
+            own = run.counts
+        if action is None or not mask[action]:
+            return None
+        t = int(sim.plan_type[plan])
+        count = int(sim.plan_count[plan])
+        if count < int(sim.max_node_gpus[t]):  # a partial-node configuration stays on one node
+            free = sim.state.free if own is None else sim.state.free + own
+            if not (free[self.env.cluster.node_type_index == t] >= count).any():
+                return None
+        return action
+
+    # ------------------------------------------------------------------ one round
+    def candidates(self, jobs: np.ndarray) -> np.ndarray:
+        """(len(jobs), P) bool: Sia's candidate configurations of each job (plan slots)."""
+        sim = self.sim
+        cand = sim.available_plans(jobs).copy()
+        if self.requested_only:
+            levels = sim.plan_counts_levels
+            for row, j in enumerate(jobs.tolist()):
+                want = sim.jobs[j].requested_gpus
+                ok = cand[row]
+                if want:
+                    below = levels[levels <= want]
+                    target = int(below.max()) if below.size else int(levels[0])
+                else:  # no request: the smallest count the job can run on
+                    target = int(sim.plan_count[ok].min()) if ok.any() else 0
+                cand[row] &= sim.plan_count == target
+        return cand
+
+    def goodput_matrix(self, jobs: np.ndarray, cand: np.ndarray) -> np.ndarray:
+        """(len(jobs), P): normalised goodput of each candidate, restart-scaled for running jobs; 0 elsewhere."""
+        sim = self.sim
+        with np.errstate(divide="ignore"):
+            raw = np.where(cand, 1.0 / sim.iter_time[jobs], 0.0)  # iterations / s
+        raw[~np.isfinite(raw)] = 0.0
+        pos = np.where(raw > 0, raw, np.inf)
+        row_min = pos.min(axis=1, keepdims=True)
+        good = np.where(raw > 0, raw / np.where(np.isfinite(row_min), row_min, 1.0), 0.0)
+        cfg = sim.config
+        penalty = cfg.restart_overhead + cfg.startup_time if self.restart_penalty is None else self.restart_penalty
+        for row, j in enumerate(jobs.tolist()):
+            run = sim.running.get(j)
+            if run is None:
+                continue
+            age = sim.now - float(sim.submit[j])
+            restarts = sim.records[j].restarts
+            factor = 1.0 if age < penalty else max(age - restarts * penalty, 0.0) / (age + penalty)
+            keep = good[row, run.plan]
+            good[row] *= factor
+            good[row, run.plan] = keep if keep > 0 else 1.0
+        return good
+
+    def plan_round(self) -> list[tuple[str, int, int]]:
+        """Solve one round; returns the ordered steps (resizes then starts) that carry the choice out."""
+        env, sim = self.env, self.sim
+        running = np.asarray(env.visible_running, dtype=np.int64)
+        queued = np.asarray(env.visible_queue, dtype=np.int64)
+        jobs = np.concatenate([running, queued])
+        if jobs.size == 0:
+            return []
+        cand = self.candidates(jobs)
+        nr = running.size
+        current = np.array([sim.running[int(j)].plan for j in running], dtype=np.int64)
+        cand[np.arange(nr), current] = True  # a running job can always keep what it has
+        good = self.goodput_matrix(jobs, cand)
+        pinned = np.full(jobs.size, -1, dtype=np.int64)
+        warming = np.array([sim.running[int(j)].progress_from > sim.now for j in running], dtype=bool)
+        pinned[:nr][warming] = current[warming]
+        must = np.zeros(jobs.size, dtype=bool)
+        must[:nr] = True
+        # capacity per type, less GPUs of running jobs the policy cannot see (and so cannot move)
+        capacity = self.env.cluster.type_capacity.astype(np.float64).copy()
+        visible = set(running.tolist())
+        for j, run in sim.running.items():
+            if j not in visible:
+                capacity[int(sim.plan_type[run.plan])] -= float(run.counts.sum())
+        choice = solve_sia_milp(
+            good, sim.plan_count, sim.plan_type, capacity, p=self.p, must_allocate=must, pinned=pinned,
+            time_limit=self.time_limit,
+        )
+        resizes, starts = [], []
+        for row, j in enumerate(jobs.tolist()):
+            plan = int(choice[row])
+            if plan < 0:
+                continue
+            if row < nr:
+                if plan != current[row]:
+                    growth = int(sim.plan_count[plan]) - int(sim.plan_count[current[row]])
+                    resizes.append((growth, row, ("resize", j, plan)))
+            else:
+                starts.append((-int(sim.plan_count[plan]), row, ("start", j, plan)))
+        resizes.sort()
+        starts.sort()
+        return [step for *_, step in resizes] + [step for *_, step in starts]

@@ -1,0 +1,298 @@
+"""Scripted baselines: tiny hand-computed instances, registry, and full episodes through run_episode."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from baselines import POLICIES, make_policy
+from baselines.asrpt import AsrptPolicy, IterationForest
+from baselines.doubling import DoublingPolicy, greedy_allocation
+from baselines.frenzy import FrenzyPolicy
+from frenzy_env.cluster import ClusterSpec
+from frenzy_env.env import FrenzyEnv
+from frenzy_env.errors import ConfigError, UnknownNameError
+from frenzy_env.evaluation import run_episode
+from frenzy_env.workload import JobSpec, Workload
+
+
+def _job(i: int, t: float, iters: float, *, model: str = "gpt2", batch: int = 8, req: int | None = None,
+         group: int | None = None) -> JobSpec:
+    return JobSpec(job_id=i, submit_time=t, model=model, batch_size=batch, seq_len=1024, iterations=iters,
+                   requested_gpus=req, group=group)
+
+
+def _env(cluster: ClusterSpec, jobs: list[JobSpec], **kw) -> FrenzyEnv:
+    return FrenzyEnv(cluster=cluster, workload=Workload("test", tuple(jobs)), **kw)
+
+
+def _play(env: FrenzyEnv, policy, max_steps: int = 10_000) -> dict:
+    obs, info = env.reset(seed=0)
+    policy.reset()
+    for _ in range(max_steps):
+        action, _ = policy.predict(obs, action_masks=env.action_masks())
+        obs, _, term, trunc, info = env.step(int(action))
+        env.sim.check_invariants()
+        if term or trunc:
+            return info
+    raise AssertionError("episode did not end: the policy loops")
+
+
+A100_3x8 = ClusterSpec.from_counts("t3", {"A100-80GB": (3, 8)}, reference_gpu_type="A100-80GB")
+A100_1x8 = ClusterSpec.from_counts("t1", {"A100-80GB": (1, 8)}, reference_gpu_type="A100-80GB")
+
+
+# ----------------------------------------------------------------------------------------------- registry
+def test_registry_and_keywords():
+    assert {"frenzy", "asrpt", "doubling", "fifo", "sjf", "random"} <= set(POLICIES)
+    env = FrenzyEnv(workload="synthetic-small")
+    assert isinstance(make_policy("frenzy", env, ranking="min_est_time", predictor="frenzy"), FrenzyPolicy)
+    p = make_policy("asrpt", env, comm_heavy=1.5, tau=2.0, predictor="perfect", backfill=False)
+    assert isinstance(p, AsrptPolicy) and p.oracle
+    for s in ("precompute", "exploratory", "eight", "unit_step"):
+        assert make_policy("doubling", env, strategy=s).strategy == s
+    with pytest.raises(UnknownNameError, match="ranking"):
+        make_policy("frenzy", env, ranking="fastest")
+    with pytest.raises(UnknownNameError, match="strategy"):
+        make_policy("doubling", env, strategy="tripling")
+    with pytest.raises(UnknownNameError, match="predictor"):
+        make_policy("asrpt", env, predictor="psychic")
+    with pytest.raises(ConfigError, match="bad keyword"):
+        make_policy("frenzy", env, rankin="min_gpus")
+    with pytest.raises(ConfigError, match="tau"):
+        make_policy("asrpt", env, tau=-1)
+
+
+# ----------------------------------------------------------------------------------------------- Frenzy
+def test_frenzy_picks_tightest_node():
+    # setup through the env's own actions: j0 8 GPUs -> node 0, j1 8 -> node 1, j2 4 -> node 2 (free 4);
+    # j0 is short and finishes at ~30 s, so node 0 is empty again when j3 (1 GPU) arrives at t=1000.
+    jobs = [_job(0, 0, 1), _job(1, 0, 1e6), _job(2, 0, 1e6), _job(3, 1000, 1e6)]
+    env = _env(A100_3x8, jobs)
+    env.reset(seed=0)
+    sim = env.sim
+    for j, n in ((0, 8), (1, 8), (2, 4)):
+        env.step(env.start_action(j, sim.plan_index("A100-80GB", n)))
+    assert sim.running[1].counts.tolist() == [0, 8, 0] and sim.running[2].counts.tolist() == [0, 0, 4]
+    while sim.now < 1000:
+        env.step(0)
+    assert sim.state.free.tolist() == [8, 0, 4] and 3 in sim.queue
+    policy = FrenzyPolicy(env)
+    action, _ = policy.predict(None, action_masks=env.action_masks())
+    assert int(action) == env.start_action(3, sim.plan_index("A100-80GB", 1))  # min_gpus: 1 GPU fits
+    env.step(int(action))
+    assert sim.running[3].counts.tolist() == [0, 0, 1]  # the tightest node (4 free), not the empty one
+    assert sim.state.free.tolist() == [8, 0, 3]
+
+
+def test_frenzy_ranking_chooses_gpu_type():
+    cluster = ClusterSpec.from_counts("het", {"A100-80GB": (1, 8), "V100-32GB": (1, 8)}, reference_gpu_type="A100-80GB")
+    env = _env(cluster, [_job(0, 0, 100)])
+    env.reset(seed=0)
+    sim = env.sim
+    small = FrenzyPolicy(env).predict(None, action_masks=env.action_masks())[0]
+    assert int(small) == env.start_action(0, sim.plan_index("V100-32GB", 1))  # smallest GPU that holds it
+    fast = FrenzyPolicy(env, ranking="min_est_time").predict(None, action_masks=env.action_masks())[0]
+    best = int(np.argmin(np.where(sim.pred_ok[0], sim.iter_time[0], np.inf)))
+    assert int(fast) == env.start_action(0, best) and sim.plan_count[best] > 1
+
+
+def test_frenzy_waits_when_nothing_fits_and_ends():
+    jobs = [_job(0, 0, 2e4), _job(1, 0, 2e4), _job(2, 0, 2e4)]
+    env = _env(A100_1x8, jobs)
+    env.reset(seed=0)
+    policy = FrenzyPolicy(env)
+    mask = env.action_masks()
+    mask[1 : 1 + env.queue_slots * env.num_plans] = False  # no start can be placed now
+    assert policy.act(mask) == 0  # the job waits
+    info = _play(env, policy, max_steps=200)
+    assert info["metrics"]["finished"] == 3 and info["metrics"]["invalid_actions"] == 0
+    assert info["metrics"]["restarts"] == 0  # no preemption, no resizing
+
+
+# ----------------------------------------------------------------------------------------------- A-SRPT
+def test_asrpt_three_job_order_and_start_times():
+    """Virtual works (G = g = 8 GPUs, perfect prediction): A=100 s at t=0, B=95 s at t=10, C=50 s at t=20.
+
+    Virtual SRPT: A runs 0-20 (B's 95 > A's 90 left at t=10); C (50) preempts A (80 left) at 20 and completes
+    at 70; A completes at 150; B at 245. Release order C, A, B. At t=20 nothing else can happen (nothing
+    runs, no arrival is due), so all three are released then. Real (startup 30 s, run = virtual work):
+    C starts 20, ends 100; A starts 100, ends 230; B starts 230, ends 355.
+    """
+    probe = _env(A100_1x8, [_job(0, 0, 1, req=8)])
+    alpha = float(probe.sim.iter_time[0, probe.sim.plan_index("A100-80GB", 8)])
+    works = {"A": 100.0, "B": 95.0, "C": 50.0}
+    jobs = [_job(0, 0, works["A"] / alpha, req=8), _job(1, 10, works["B"] / alpha, req=8),
+            _job(2, 20, works["C"] / alpha, req=8)]
+    env = _env(A100_1x8, jobs)
+    policy = make_policy("asrpt", env, predictor="perfect")
+    info = _play(env, policy)
+    assert info["metrics"]["finished"] == 3
+    assert policy.release_seq.tolist() == [1, 2, 0]  # C first, then A, then B
+    np.testing.assert_allclose(policy.release_time, [150.0, 245.0, 70.0])
+    rec = env.sim.records
+    np.testing.assert_allclose([rec[2].start_time, rec[0].start_time, rec[1].start_time], [20, 100, 230], atol=1e-6)
+    np.testing.assert_allclose([rec[2].finish_time, rec[0].finish_time, rec[1].finish_time], [100, 230, 355],
+                               atol=1e-6)
+
+
+def test_asrpt_strict_order_blocks_and_backfill_does_not():
+    # j0 (4 GPUs, ~1500 s) is released and starts at t=0 (alone until t=1000). j1 (8 GPUs, tiny) arrives at
+    # 1000 and heads the pending queue but cannot start before j0 ends; j2 (1 GPU) arrives at 1010 behind it.
+    probe = _env(A100_1x8, [_job(0, 0, 1, req=4)])
+    alpha4 = float(probe.sim.iter_time[0, probe.sim.plan_index("A100-80GB", 4)])
+    jobs = [_job(0, 0, 1500 / alpha4, req=4), _job(1, 1000, 1.0, req=8), _job(2, 1010, 100.0, req=1)]
+    for backfill in (False, True):
+        env = _env(A100_1x8, jobs)
+        policy = make_policy("asrpt", env, predictor="perfect", backfill=backfill)
+        info = _play(env, policy)
+        rec = env.sim.records
+        assert info["metrics"]["finished"] == 3 and rec[0].start_time == 0.0
+        assert policy.release_seq.tolist() == [0, 1, 2]
+        if backfill:
+            assert rec[2].start_time == 1010.0  # starts beside j0 while j1 waits
+        else:
+            assert rec[1].start_time == pytest.approx(rec[0].finish_time)  # j1 when j0 is done
+            assert rec[2].start_time >= rec[1].finish_time  # j2 strictly after j1
+
+
+def test_asrpt_comm_heavy_waits_for_consolidation_until_tau():
+    # 2 nodes x 8 V100. At t=0 (best fit) jA, jB -> node 0, jC -> node 1; jA is short, so from ~30 s the free
+    # GPUs are 4 + 4. The heavy 8-GPU gpt2-large job arriving at 5000 finds only that spread placement.
+    cluster = ClusterSpec.from_counts("v2", {"V100-32GB": (2, 8)}, reference_gpu_type="V100-32GB")
+    probe = _env(cluster, [_job(0, 0, 1, req=4)])
+    alpha4 = float(probe.sim.iter_time[0, probe.sim.plan_index("V100-32GB", 4)])
+    jobs = [_job(0, 0, 1.0, req=4), _job(1, 0, 8000 / alpha4, req=4), _job(2, 0, 8000 / alpha4, req=4),
+            _job(3, 5000, 2e3, model="gpt2-large", req=8)]
+    for tau in (0.0, 1e6):
+        env = _env(cluster, jobs)
+        policy = make_policy("asrpt", env, predictor="perfect", tau=tau)
+        info = _play(env, policy)
+        rec = env.sim.records
+        assert policy.heavy[3] and not policy.heavy[1]
+        assert info["metrics"]["finished"] == 4
+        if tau == 0.0:  # no wait: starts at once, spread over both nodes
+            assert rec[3].start_time == 5000.0
+        else:  # waits for a consolidated node, i.e. until jB and jC finish
+            assert rec[3].start_time == pytest.approx(min(rec[1].finish_time, rec[2].finish_time))
+
+
+def test_iteration_forest_unseen_zero_then_learns():
+    f = IterationForest()
+    a, b = _job(0, 0, 500, group=1), _job(1, 0, 900, group=2)
+    assert f.predict(a) == 0.0
+    f.observe(a, 500.0)
+    assert f.predict(_job(2, 5, 1, group=1)) == pytest.approx(500.0)
+    assert f.predict(b) == 0.0
+    g = IterationForest(unseen="mean")
+    g.observe(a, 500.0)
+    g.observe(_job(3, 0, 300, group=1), 300.0)
+    assert g.predict(b) == pytest.approx(400.0)
+
+
+# ----------------------------------------------------------------------------------------------- doubling
+def test_greedy_doubling_two_jobs_by_hand():
+    # f1(w) = w (linear), f2 = 1, 1.5, 1.8, 1.9 at 1, 2, 4, 8 GPUs; Q = 100 each; 8 GPUs.
+    # admit both at 1 (6 free). gains per added GPU: J1 1->2: 50, J2 1->2: 33.3 -> J1=2 (5 free);
+    # J2=2 (4 free); J1 2->4: 12.5 -> J1=4 (2 free); J2 2->4: 5.56 -> J2=4 (0 free); nothing else fits.
+    speed = np.array([[1, 2, 4, 8], [1, 1.5, 1.8, 1.9]], dtype=float)
+    sizes = np.array([1, 2, 4, 8])
+    out = greedy_allocation(np.array([100.0, 100.0]), speed, sizes, np.zeros(2, dtype=int), np.array([8]))
+    assert out.tolist() == [4, 4]
+    # with 16 GPUs: J1 4->8 (3.125) fits, J2 4->8 (0.73) then fits too
+    out = greedy_allocation(np.array([100.0, 100.0]), speed, sizes, np.zeros(2, dtype=int), np.array([16]))
+    assert out.tolist() == [8, 8]
+    # a size that does not fit in memory is skipped (2 GPUs infeasible for J2 -> its step is 1 -> 4)
+    speed2 = speed.copy()
+    speed2[1, 1] = 0.0
+    out = greedy_allocation(np.array([100.0, 100.0]), speed2, sizes, np.zeros(2, dtype=int), np.array([7]))
+    # 7 GPUs: both at 1 (5 free); J1 1->2 (50) -> 4 free; J2 1->4 gain 100*(1-1/1.8)/3 = 14.8 beats J1 2->4
+    # (12.5) -> J2=4 (1 free); J1 2->4 needs 2: passed over; J2 4->8 needs 4: passed over.
+    assert out.tolist() == [2, 4]
+
+
+def test_unit_step_stops_where_the_hand_computation_says():
+    # 1/f(w) = 1/w + 0.1 w: the +1 gain 1/(w(w+1)) - 0.1 is positive for w = 1, 2 and negative from 3.
+    w = np.arange(1, 9, dtype=float)
+    speed = 1.0 / (1.0 / w + 0.1 * w)
+    one = greedy_allocation(np.array([1.0]), speed[None, :], np.arange(1, 9), np.zeros(1, dtype=int), np.array([8]))
+    assert one.tolist() == [3]
+    # two such jobs, 5 GPUs: both at 1 (3 free), equal gains -> earlier job first: J1=2, J2=2, J1=3, then full
+    two = greedy_allocation(np.ones(2), np.stack([speed, speed]), np.arange(1, 9), np.zeros(2, dtype=int),
+                            np.array([5]))
+    assert two.tolist() == [3, 2]
+    # the doubling on the same f goes to 4: 2->4 gains (0.7 - 0.65)/2 > 0, 4->8 loses
+    levels = np.array([1, 2, 4, 8])
+    dbl = greedy_allocation(np.array([1.0]), speed[None, levels - 1], levels, np.zeros(1, dtype=int), np.array([8]))
+    assert dbl.tolist() == [4]
+
+
+def test_doubling_policy_reaches_greedy_allocation_then_resizes_on_completion():
+    jobs = [_job(0, 0, 2e4), _job(1, 0, 2e5)]
+    env = _env(A100_1x8, jobs, restart_overhead=10.0)
+    env.reset(seed=0)
+    sim = env.sim
+    policy = DoublingPolicy(env)
+    policy.reset()
+    plans = [sim.plan_index("A100-80GB", n) for n in (1, 2, 4, 8)]
+    speed = 1.0 / sim.iter_time[:, plans]
+    expect = greedy_allocation(sim.work, speed, np.array([1, 2, 4, 8]), np.zeros(2, dtype=int), np.array([8]))
+    started = {}
+    while sim.now == 0.0:  # decisions at t = 0: both jobs start directly at their targets
+        action = int(policy.predict(None, action_masks=env.action_masks())[0])
+        assert 1 <= action <= env.queue_slots * env.num_plans
+        k, plan = divmod(action - 1, env.num_plans)
+        started[int(env.visible_queue[k])] = int(sim.plan_count[plan])
+        env.step(action)
+    assert [started[0], started[1]] == expect.tolist() and sum(expect) <= 8
+    held = expect.tolist()
+    info = _play_from_here(env, policy)
+    assert info["metrics"]["finished"] == 2
+    # when job 0 finished, job 1 was recomputed alone and grew (one resize, restart overhead paid)
+    assert sim.records[0].restarts == 0
+    assert sim.records[1].restarts == 1 and sim.records[1].num_gpus > held[1]
+
+
+def _play_from_here(env, policy, max_steps: int = 1000) -> dict:
+    for _ in range(max_steps):
+        action, _ = policy.predict(None, action_masks=env.action_masks())
+        _, _, term, trunc, info = env.step(int(action))
+        env.sim.check_invariants()
+        if term or trunc:
+            return info
+    raise AssertionError("episode did not end")
+
+
+@pytest.mark.parametrize("strategy", ["precompute", "exploratory", "eight", "unit_step"])
+def test_doubling_strategies_finish(strategy):
+    env = FrenzyEnv(workload="synthetic-small")
+    info = _play(env, make_policy("doubling", env, strategy=strategy))
+    m = info["metrics"]
+    assert m["finished"] + m["rejected"] == m["jobs"] and m["invalid_actions"] == 0
+    if strategy == "eight":
+        assert m["restarts"] == 0
+
+
+def test_exploratory_measures_then_fits():
+    # decisions happen at events only: tiny jobs arriving every 20 s give the policy chances to move on
+    tiny = [_job(i, 10.0 + 20 * i, 1.0) for i in range(1, 31)]
+    env = _env(ClusterSpec.from_counts("t2", {"A100-80GB": (2, 8)}, reference_gpu_type="A100-80GB"),
+               [_job(0, 0, 3e4), *tiny])
+    policy = make_policy("doubling", env, strategy="exploratory", explore_time=5.0)
+    info = _play(env, policy)
+    assert info["metrics"]["finished"] == 31
+    assert 0 in policy.fitted  # measured at 1, 2, 4, 8 GPUs, then fitted by NNLS
+    assert env.sim.records[0].restarts >= 3
+
+
+# ----------------------------------------------------------------------------------------------- all
+@pytest.mark.parametrize("name", ["frenzy", "asrpt", "doubling", "fifo", "sjf"])
+def test_every_baseline_runs_through_run_episode(name):
+    env = FrenzyEnv(workload="synthetic-small", predictor="frenzy")  # the frenzy predictor causes OOMs
+    result = run_episode(env, make_policy(name, env), seed=1)
+    m = result.metrics
+    assert m["finished"] + m["rejected"] == m["jobs"] == len(result.jobs)
+    assert m["invalid_actions"] == 0
+    env.sim.check_invariants()
+    again = run_episode(env, make_policy(name, env), seed=1)  # deterministic
+    assert again.metrics["avg_jct"] == m["avg_jct"]
