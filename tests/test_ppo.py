@@ -1,0 +1,172 @@
+"""agents/ppo.py: set-structured policy, the shipped model, `frenzy train`, safe loading."""
+
+from __future__ import annotations
+
+import json
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+
+import frenzy_env  # noqa: F401  (registers the ids)
+from agents.ppo import (
+    DEFAULT_CONFIG_PATH,
+    DEFAULT_MODEL_PATH,
+    TRAIN_SEEDS,
+    MixtureGenerator,
+    PPOConfig,
+    SlotPlanPolicy,
+    SlotSetExtractor,
+    TrainConfig,
+    check_model_path,
+    load_policy,
+    policy_kwargs_for,
+)
+from frenzy_env.env import FrenzyEnv
+from frenzy_env.errors import ConfigError
+from frenzy_env.evaluation import run_episode
+
+th.set_num_threads(1)
+
+
+def _busy_obs(env: FrenzyEnv, seed: int = 3) -> dict[str, np.ndarray]:
+    """An observation with several queued and running jobs (start a few, then wait)."""
+    obs, _ = env.reset(seed=seed)
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        mask = env.action_masks()
+        legal = np.flatnonzero(mask[1:]) + 1
+        a = int(rng.choice(legal)) if legal.size and rng.random() < 0.5 else 0
+        obs, _, term, _, _ = env.step(a)
+        if term:
+            obs, _ = env.reset(seed=seed)
+    return obs
+
+
+@pytest.fixture(scope="module")
+def env() -> FrenzyEnv:
+    return FrenzyEnv(workload="synthetic-small")
+
+
+@pytest.fixture(scope="module")
+def policy(env: FrenzyEnv) -> SlotPlanPolicy:
+    th.manual_seed(0)
+    kwargs = policy_kwargs_for(env, PPOConfig())
+    return SlotPlanPolicy(env.observation_space, env.action_space, lambda _: 1e-3, **kwargs)
+
+
+def _tensor(obs: dict[str, np.ndarray]) -> dict[str, th.Tensor]:
+    return {k: th.as_tensor(v, dtype=th.float32)[None] for k, v in obs.items()}
+
+
+def _permute_queue(env: FrenzyEnv, obs: dict[str, np.ndarray], perm: np.ndarray) -> dict[str, np.ndarray]:
+    out = dict(obs)
+    out["queue"] = obs["queue"].reshape(env.queue_shape)[perm].reshape(-1)
+    return out
+
+
+def test_extractor_is_permutation_invariant_over_queue_slots(env, policy):
+    obs = _busy_obs(env)
+    rows = obs["queue"].reshape(env.queue_shape)
+    assert rows[:, 0].sum() >= 2, "the test needs several queued jobs"
+    perm = np.random.default_rng(1).permutation(env.queue_slots)
+    ext: SlotSetExtractor = policy.features_extractor
+    with th.no_grad():
+        a = ext.encode(_tensor(obs))
+        b = ext.encode(_tensor(_permute_queue(env, obs, perm)))
+    th.testing.assert_close(a["context"], b["context"], rtol=1e-5, atol=1e-5)  # pooled: invariant
+    th.testing.assert_close(a["queue_emb"][:, perm], b["queue_emb"], rtol=1e-5, atol=1e-5)  # equivariant
+
+
+def test_start_logits_follow_the_slots(env, policy):
+    obs = _busy_obs(env)
+    perm = np.random.default_rng(2).permutation(env.queue_slots)
+    q, p = env.queue_slots, env.num_plans
+    with th.no_grad():
+        la = policy.mlp_extractor.forward_actor(policy.extract_features(_tensor(obs)))
+        lb = policy.mlp_extractor.forward_actor(policy.extract_features(_tensor(_permute_queue(env, obs, perm))))
+    assert la.shape == (1, env.action_space.n)
+    start_a = la[0, 1 : 1 + q * p].reshape(q, p)
+    start_b = lb[0, 1 : 1 + q * p].reshape(q, p)
+    th.testing.assert_close(start_a[perm], start_b, rtol=1e-5, atol=1e-5)
+    th.testing.assert_close(la[0, 0], lb[0, 0], rtol=1e-5, atol=1e-5)  # wait
+    th.testing.assert_close(la[0, 1 + q * p :], lb[0, 1 + q * p :], rtol=1e-5, atol=1e-5)  # resizes
+
+
+def test_shipped_model_plays_a_legal_episode():
+    assert DEFAULT_MODEL_PATH.is_file(), DEFAULT_MODEL_PATH
+    assert DEFAULT_MODEL_PATH.stat().st_size < 5_000_000
+    cfg = json.loads(DEFAULT_CONFIG_PATH.read_text())["train_config"]
+    assert cfg["cluster"] == "frenzy-testbed" and cfg["queue_slots"] == 32
+    env = gym.make("frenzy/HeteroClusterSmall-v0")
+    policy = load_policy(env)
+    result = run_episode(env, policy, seed=1000)
+    assert result.metrics["invalid_actions"] == 0
+    assert result.metrics["finished"] == result.metrics["jobs"]
+
+
+def test_load_refuses_directories_and_missing_paths(tmp_path):
+    with pytest.raises(ConfigError, match="not a regular file") as exc:
+        load_policy(None, tmp_path)
+    assert str(tmp_path) in str(exc.value)
+    missing = tmp_path / "nope.zip"
+    with pytest.raises(ConfigError, match="does not exist") as exc:
+        load_policy(None, missing)
+    assert str(missing) in str(exc.value)
+    # SB3 would silently try "model.zip" for "model": we read exactly the named file
+    (tmp_path / "model.zip").write_bytes(DEFAULT_MODEL_PATH.read_bytes())
+    with pytest.raises(ConfigError, match="does not exist"):
+        check_model_path(tmp_path / "model")
+    bad = tmp_path / "bad.zip"
+    bad.write_text("not a zip")
+    with pytest.raises(ConfigError, match="cannot load model file"):
+        load_policy(None, bad)
+
+
+def test_load_refuses_a_mismatched_env():
+    env = FrenzyEnv(workload="synthetic-small", queue_slots=8)
+    with pytest.raises(ConfigError, match="queue_slots=8"):
+        load_policy(env)
+
+
+def test_mixture_generator_is_seeded_and_keeps_training_seeds():
+    gen = MixtureGenerator(jobs_range=(10, 20))
+    a, b = gen.generate(12345), gen.generate(12345)
+    assert [j.submit_time for j in a.jobs] == [j.submit_time for j in b.jobs]
+    assert 10 <= len(a) <= 20
+    assert TRAIN_SEEDS == (0, 500)
+
+
+def test_frenzy_train_tiny_run(tmp_path):
+    from frenzy_env.cli import main
+
+    out = tmp_path / "run"
+    code = main(
+        [
+            "train", "--timesteps", "128", "--n-envs", "1", "--n-steps", "64", "--batch-size", "32",
+            "--eval-freq", "64", "--checkpoint-freq", "64", "--eval-episodes", "1", "--validation-jobs", "8",
+            "--workload", "synthetic-small", "--out", str(out), "--no-progress", "--seed", "3", "--bc-episodes", "1",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    files = ("model.zip", "best_model.zip", "bc_model.zip", "config.json", "train_log.json", "eval/evaluations.npz")
+    for name in files:
+        assert (out / name).is_file(), name
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["ppo_128_steps.zip", "ppo_64_steps.zip"]
+    assert any((out / "tb").iterdir())
+    cfg = TrainConfig.from_dict(json.loads((out / "config.json").read_text()))
+    assert cfg.timesteps == 128 and cfg.seed == 3 and cfg.ppo.n_steps == 64
+    env = FrenzyEnv(workload="synthetic-small")
+    result = run_episode(env, load_policy(env, out / "model.zip"), seed=1001)
+    assert result.metrics["invalid_actions"] == 0
+
+
+def test_train_cli_rejects_bad_trace_option(tmp_path, capsys):
+    from frenzy_env.cli import main
+
+    f = tmp_path / "t.csv"
+    f.write_text("job_id,submission_time,duration,num_gpu\n")
+    assert main(["train", "--trace", f"{f}:colour=red", "--out", str(tmp_path / "o")]) == 2
+    assert "colour=red" in capsys.readouterr().err
+    assert main(["train", "--trace", str(tmp_path / "missing.csv"), "--out", str(tmp_path / "o")]) == 2
