@@ -1,13 +1,16 @@
 """The ``frenzy`` command: memory, plan, evaluate (and more as they land).
 
 Every handler returns an exit code. Errors a user can fix (bad names, bad files, bad values) are printed as
-one line ``frenzy: error: ...`` with exit code 2 and no traceback.
+one line ``frenzy: error: ...`` with exit code 2 and no traceback; any other failure (a policy that raises,
+say) is printed as one line with exit code 1 (``FRENZY_DEBUG=1`` re-raises it with its traceback). Invalid
+arguments exit with argparse's usage message and code 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,11 +35,13 @@ def _csv_list(text: str) -> list[str]:
     return items
 
 
-def default_policies() -> list[str]:
-    """Every registered policy except masked random (reported only when asked for)."""
-    from baselines import POLICIES
+DEFAULT_POLICIES = ("frenzy", "asrpt", "doubling", "fifo", "sjf", "ppo")
 
-    return [p for p in POLICIES if p != "random"]
+
+def default_policies() -> list[str]:
+    """The papers' baselines, fifo, the sjf oracle and the shipped PPO agent. ``sia`` (about a minute per
+    episode on the default workload) and masked ``random`` run when asked for with ``--policies``."""
+    return list(DEFAULT_POLICIES)
 
 
 def _add_evaluate(sub: Any) -> None:
@@ -45,13 +50,23 @@ def _add_evaluate(sub: Any) -> None:
         help="run policies on workloads over seeds; tables with 95%% confidence intervals",
         description="Run scheduling policies through the environment and summarise JCT, GPU-hours and more.",
     )
-    p.add_argument("--policies", type=_csv_list, default=None, help="comma list (default: all but random)")
+    p.add_argument(
+        "--policies", type=_csv_list, default=None,
+        help=f"comma list of {{frenzy,asrpt,doubling,sia,fifo,sjf,random,ppo}} (default: {','.join(DEFAULT_POLICIES)})",
+    )
     p.add_argument("--cluster", default="frenzy-testbed", help="cluster preset (default: frenzy-testbed)")
     p.add_argument("--workload", type=_csv_list, default=["itp-default"], help="workload preset(s)")
     p.add_argument("--trace", type=Path, default=None, help="a trace CSV instead of --workload")
     p.add_argument("--trace-format", choices=("itp", "philly", "canonical"), default="canonical")
-    p.add_argument("--max-jobs", type=_positive_int, default=None, help="keep the first N jobs")
-    p.add_argument("--seeds", type=_positive_int, default=3, help="number of seeds (0..N-1); default 3")
+    p.add_argument(
+        "--max-jobs", type=_positive_int, default=None,
+        help="keep the first N jobs of a trace (synthetic workloads: generate N jobs)",
+    )
+    p.add_argument("--seeds", type=_positive_int, default=3, help="number of seeds; default 3")
+    p.add_argument(
+        "--seed-start", type=int, default=0,
+        help="first seed (seeds are SEED_START .. SEED_START+N-1); the shipped PPO agent never saw seeds >= 1000",
+    )
     p.add_argument("--predictor", choices=("frenzy", "extended", "oracle"), default="extended")
     p.add_argument(
         "--model", type=Path, default=None,
@@ -64,7 +79,11 @@ def _add_evaluate(sub: Any) -> None:
     p.set_defaults(func=cmd_evaluate)
 
 
-def _workload_factory(args: argparse.Namespace) -> tuple[list[str], Any]:
+def _workload_factory(args: argparse.Namespace, cluster: Any = None) -> tuple[list[str], Any]:
+    import dataclasses
+
+    from frenzy_env.env import _bind_generator
+    from frenzy_env.errors import ConfigError
     from frenzy_env.workload import TraceGenerator, make_generator
 
     if args.trace is not None:
@@ -75,11 +94,26 @@ def _workload_factory(args: argparse.Namespace) -> tuple[list[str], Any]:
         names = [args.trace.name]
         return names, lambda _name: gen
     names = list(args.workload)
-    for name in names:
-        make_generator(name)  # unknown names fail before any episode runs
-    if args.max_jobs is not None:
-        return names, lambda name: make_generator(name, max_jobs=args.max_jobs)
-    return names, lambda name: name
+    gens = {name: make_generator(name) for name in names}  # unknown names fail before any episode runs
+    if args.max_jobs is None:
+        return names, lambda name: name
+    for name, gen in gens.items():
+        fields = {f.name for f in dataclasses.fields(gen)} if dataclasses.is_dataclass(gen) else set()
+        key = "max_jobs" if "max_jobs" in fields else "num_jobs" if "num_jobs" in fields else None
+        if key is None:
+            raise ConfigError(f"--max-jobs does not apply to workload {name!r} ({type(gen).__name__})")
+        gens[name] = make_generator(name, **{key: args.max_jobs})
+        if cluster is not None:  # as FrenzyEnv does for a preset given by name
+            gens[name] = _bind_generator(gens[name], cluster, by_name=True)
+    return names, lambda name: gens[name]
+
+
+class _EpisodeFailed(Exception):
+    """An episode of ``frenzy evaluate`` failed; the message says which and where the results so far are."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -99,16 +133,21 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             raise unknown_name("policy (--policies)", name, [*POLICIES, "ppo"])
     if args.model is not None and "ppo" not in names:
         raise FrenzyError("--model is only used by the 'ppo' policy; add ppo to --policies")
-    workloads, factory = _workload_factory(args)
+    workloads, factory = _workload_factory(args, cluster)
 
     def make_env(workload: str) -> FrenzyEnv:
         return FrenzyEnv(cluster=cluster, workload=factory(workload), predictor=args.predictor)
 
     out: Path | None = args.out
     if out is not None:
+        if out.exists() and not out.is_dir():
+            raise FrenzyError(f"--out {str(out)!r} exists and is not a directory")
         out.mkdir(parents=True, exist_ok=True)
+    saved = 0  # episodes finished (and, with --out, written)
 
     def save(jobs: pd.DataFrame, episodes: pd.DataFrame) -> None:
+        nonlocal saved
+        saved = len(episodes)
         if out is not None:  # written after every episode: nothing computed is lost on a later failure
             jobs.to_csv(out / "jobs.csv", index=False)
             episodes.to_csv(out / "episodes.csv", index=False)
@@ -121,9 +160,25 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         return lambda env: make_policy(name, env)
 
     policies = {name: policy_factory(name) for name in names}
-    jobs, episodes = evaluate(
-        make_env, policies, workloads, range(args.seeds), progress=not args.no_progress, on_episode=save
-    )
+    seeds = range(args.seed_start, args.seed_start + args.seeds)
+    try:
+        jobs, episodes = evaluate(
+            make_env, policies, workloads, seeds, progress=not args.no_progress, on_episode=save
+        )
+    except KeyboardInterrupt:
+        if out is not None and saved:
+            print(f"frenzy: {saved} finished episode(s) are saved in {out}", file=sys.stderr)
+        raise
+    except Exception as exc:
+        # evaluate() runs workloads x policies x seeds in that nesting order
+        per_workload = len(names) * args.seeds
+        w, p, seed = saved // per_workload, (saved // args.seeds) % len(names), args.seed_start + saved % args.seeds
+        where = f"episode {saved + 1} ({workloads[w]}, policy {names[p]}, seed {seed})"
+        kept = f"; the {saved} finished episode(s) are saved in {out}" if out is not None and saved else ""
+        kind = "" if isinstance(exc, FrenzyError) else f"{type(exc).__name__}: "
+        raise _EpisodeFailed(
+            f"{where} failed: {kind}{exc}{kept}", 2 if isinstance(exc, FrenzyError) else 1
+        ) from exc
     summary = summarise(episodes)
     md = summary_markdown(summary)
     if out is not None:
@@ -172,20 +227,31 @@ def build_parser() -> argparse.ArgumentParser:
 _EXTRA_COMMANDS = ("cli_benchmark", "cli_train", "cli_reproduce")
 
 
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except FrenzyError as exc:
-        print(f"frenzy: error: {exc}", file=sys.stderr)
+        print(f"frenzy: error: {_one_line(exc)}", file=sys.stderr)
         return 2
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        print(f"frenzy: error: {exc}", file=sys.stderr)
+    except OSError as exc:  # missing, unreadable or unwritable files and directories
+        print(f"frenzy: error: {_one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("frenzy: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # a bug or a failing policy: one line, no traceback unless asked for
+        if os.environ.get("FRENZY_DEBUG"):
+            raise
+        code = getattr(exc, "exit_code", 1)
+        kind = "" if isinstance(exc, _EpisodeFailed) else f"{type(exc).__name__}: "
+        print(f"frenzy: error: {kind}{_one_line(exc)} (FRENZY_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return code
 
 
 if __name__ == "__main__":

@@ -48,7 +48,9 @@ consolidated placement (``ceil(g / gpus per node)`` nodes).
 from __future__ import annotations
 
 import dataclasses
+import io
 import math
+import numbers
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -136,20 +138,31 @@ class JobSpec:
     def __post_init__(self) -> None:
         if not isinstance(self.model, ModelSpec):
             object.__setattr__(self, "model", get_model(self.model))
-        if self.batch_size < 1:
-            raise ConfigError(f"batch_size must be a positive integer, got {self.batch_size}")
-        if self.seq_len < 1:
-            raise ConfigError(f"seq_len must be a positive integer, got {self.seq_len}")
-        if not math.isfinite(self.submit_time):
-            raise ConfigError(f"submit_time must be finite, got {self.submit_time}")
-        if self.iterations is not None and not self.iterations > 0:
-            raise ConfigError(f"iterations must be positive, got {self.iterations}")
+        for name in ("batch_size", "seq_len"):
+            object.__setattr__(self, name, self._positive_int(name, getattr(self, name)))
+        if self.requested_gpus is not None:
+            object.__setattr__(self, "requested_gpus", self._positive_int("requested_gpus", self.requested_gpus))
+        if not _is_real(self.submit_time) or not math.isfinite(self.submit_time):
+            raise ConfigError(f"job {self.job_id}: submit_time must be a finite number, got {self.submit_time!r}")
+        for name in ("iterations", "recorded_duration"):
+            value = getattr(self, name)
+            if value is not None and not (_is_real(value) and math.isfinite(value) and value > 0):
+                raise ConfigError(f"job {self.job_id}: {name} must be a finite positive number, got {value!r}")
         if self.iterations is None and (self.recorded_duration is None or self.requested_gpus is None):
             raise ConfigError(
                 f"job {self.job_id}: needs iterations, or a recorded_duration with requested_gpus"
             )
-        if self.requested_gpus is not None and self.requested_gpus < 1:
-            raise ConfigError(f"requested_gpus must be a positive integer, got {self.requested_gpus}")
+
+    def _positive_int(self, name: str, value: object) -> int:
+        """``value`` as an int if it is a positive integer (integral floats allowed), else ConfigError."""
+        if _is_real(value) and math.isfinite(value) and float(value).is_integer() and value >= 1:  # type: ignore[arg-type]
+            return int(value)  # type: ignore[call-overload]
+        raise ConfigError(f"job {self.job_id}: {name} must be a positive integer, got {value!r}")
+
+
+def _is_real(value: object) -> bool:
+    """A real number (Python or numpy), not a bool or a string."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
 @dataclass(frozen=True)
@@ -162,6 +175,16 @@ class Workload:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "jobs", tuple(self.jobs))
+        seen: dict[object, int] = {}
+        for i, job in enumerate(self.jobs):
+            if not isinstance(job, JobSpec):
+                raise ConfigError(f"workload {self.name!r}: jobs[{i}] must be a JobSpec, got {type(job).__name__}")
+            first = seen.setdefault(job.job_id, i)
+            if first != i:
+                raise ConfigError(
+                    f"workload {self.name!r}: duplicate job_id {job.job_id!r} (jobs[{first}] and jobs[{i}]); "
+                    "job ids must be unique"
+                )
 
     def __len__(self) -> int:
         return len(self.jobs)
@@ -355,6 +378,14 @@ def default_seq_len(model: ModelSpec) -> int:
     return min(model.max_seq_len, MAX_ASSIGN_SEQ_LEN)
 
 
+class NoConfigurationError(ConfigError):
+    """No catalogue configuration fits a job's GPU count; ``index`` is the job's position (if known)."""
+
+    def __init__(self, message: str, index: int | None = None) -> None:
+        super().__init__(message)
+        self.index = index
+
+
 def _candidates(
     count: int,
     model: ModelSpec | None,
@@ -381,7 +412,7 @@ def _candidates(
         return fit
     if model is not None:
         return pool
-    raise ValueError(
+    raise NoConfigurationError(
         f"no configuration of models {', '.join(m.name for m in models)} fits {count} GPUs of {gpu} "
         f"(gpus_per_node={per_node}); pass other models"
     )
@@ -419,7 +450,10 @@ def assign_configs(
     for i in range(n):
         groups.setdefault((int(counts[i]), rec_m[i], rec_b[i], rec_s[i]), []).append(i)
     for (count, m, b, s), rows in groups.items():
-        cands = _candidates(count, m, b, s, model_pool, reference_gpu_type, gpus_per_node)
+        try:
+            cands = _candidates(count, m, b, s, model_pool, reference_gpu_type, gpus_per_node)
+        except NoConfigurationError as exc:
+            raise NoConfigurationError(str(exc), index=rows[0]) from None
         kept_models = list(dict.fromkeys(c[0] for c in cands))  # catalogue order, distinct
         per_model = {km: [c for c in cands if c[0] is km] for km in kept_models}
         idx = np.asarray(rows)
@@ -446,6 +480,7 @@ class _TraceTable:
     batch: tuple | None = None  # (n,) int | None
     seq: tuple | None = None  # (n,) int | None
     group: tuple | None = None  # (n,) int | None
+    rows: np.ndarray | None = None  # (n,) 1-based data row of each job in the file (error messages)
 
     def take(self, idx: np.ndarray) -> _TraceTable:
         def pick(col):
@@ -461,6 +496,7 @@ class _TraceTable:
             batch=pick(self.batch),
             seq=pick(self.seq),
             group=pick(self.group),
+            rows=None if self.rows is None else self.rows[idx],
         )
 
     def window(
@@ -512,16 +548,22 @@ class _TraceTable:
         assigned: list[tuple[str, ...]] = [()] * n
         if need.any():
             idx = np.flatnonzero(need)
-            am, ab, as_ = assign_configs(
-                self.gpus[idx],
-                seed=seed,
-                recorded_model=[models_out[i] for i in idx],
-                recorded_batch=[batch_out[i] for i in idx],
-                recorded_seq=[seq_out[i] for i in idx],
-                models=models,
-                reference_gpu_type=reference_gpu_type,
-                gpus_per_node=gpus_per_node,
-            )
+            try:
+                am, ab, as_ = assign_configs(
+                    self.gpus[idx],
+                    seed=seed,
+                    recorded_model=[models_out[i] for i in idx],
+                    recorded_batch=[batch_out[i] for i in idx],
+                    recorded_seq=[seq_out[i] for i in idx],
+                    models=models,
+                    reference_gpu_type=reference_gpu_type,
+                    gpus_per_node=gpus_per_node,
+                )
+            except NoConfigurationError as exc:
+                row = None
+                if exc.index is not None and self.rows is not None:
+                    row = int(self.rows[idx[exc.index]])
+                raise _bad(self.path, row, _GPU_COL[self.format], str(exc)) from None
             for k, i in enumerate(idx.tolist()):
                 fields_ = tuple(
                     f
@@ -577,6 +619,20 @@ def _bad(path: str, row: int | None, column: str | None, what: str) -> TraceForm
         x for x in (f"row {row}" if row is not None else "", f"column {column!r}" if column else "") if x
     )
     return TraceFormatError(f"{path}: {where + ': ' if where else ''}{what}")
+
+
+def _parser_error(path: str, message: str) -> TraceFormatError:
+    """A pandas tokenizer error as a :class:`TraceFormatError` naming the row."""
+    import re
+
+    fields = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", message)
+    if fields:  # pandas counts file lines from 1, the header included
+        expected, line, saw = (int(x) for x in fields.groups())
+        return _bad(path, line - 1, None, f"{saw} comma-separated fields, the header has {expected}")
+    quote = re.search(r"EOF inside string starting at row (\d+)", message)
+    if quote:  # pandas counts rows from 0, the header included
+        return _bad(path, int(quote.group(1)), None, "a quoted field is never closed (unbalanced '\"')")
+    return _bad(path, None, None, f"cannot parse as CSV: {message.strip()}")
 
 
 def _numeric(df, col: str, path: str):
@@ -640,9 +696,21 @@ def read_trace(path: str | os.PathLike, *, format: str = "canonical") -> _TraceT
     path = str(path)
     if format not in FORMATS:
         raise unknown_name("trace format", format, FORMATS)
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        header = fh.readline()
-        second = fh.readline()
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8-sig")  # a byte-order mark (Excel's "CSV UTF-8") is dropped
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n")  # 0: the header
+        raise _bad(
+            path,
+            line or None,
+            None,
+            f"not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start}"
+            + (" (in the header)" if line == 0 else ""),
+        ) from None
+    lines = text.splitlines()
+    header = lines[0] if lines else ""
+    second = next((ln for ln in lines[1:] if ln.strip()), "")
     if not header.strip():
         raise _bad(path, None, None, "empty file: no header row")
     for delim, label in ((";", "';'"), ("\t", "a tab")):
@@ -650,7 +718,10 @@ def read_trace(path: str | os.PathLike, *, format: str = "canonical") -> _TraceT
             raise _bad(path, None, None, f"uses {label} as the delimiter; expected comma-separated values")
     if not second.strip():
         raise _bad(path, None, None, "empty file: a header but no data rows")
-    df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+    try:
+        df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skipinitialspace=True)
+    except pd.errors.ParserError as exc:
+        raise _parser_error(path, str(exc)) from None
     df.columns = [str(c).strip() for c in df.columns]
     required = FORMATS[format]
     for col in required:
@@ -664,6 +735,7 @@ def read_trace(path: str | os.PathLike, *, format: str = "canonical") -> _TraceT
             )
     if len(df) == 0:
         raise _bad(path, None, None, "empty file: a header but no data rows")
+    rows = np.arange(1, len(df) + 1)  # (n,) 1-based data rows
     duration = _numeric(df, "duration", path)
     nonpos = duration <= 0
     if nonpos.any():
@@ -686,7 +758,9 @@ def read_trace(path: str | os.PathLike, *, format: str = "canonical") -> _TraceT
         order = np.argsort(secs, kind="stable")
         cl = df["cluster"].str.strip().tolist() if "cluster" in df.columns else ["philly"] * len(df)
         names = np.array([f"{c}-{r + 1}" for r, c in enumerate(cl)], dtype=object)
-        return _TraceTable(path, format, names[order], secs[order], gpus[order], duration[order])
+        return _TraceTable(
+            path, format, names[order], secs[order], gpus[order], duration[order], rows=rows[order]
+        )
     submit = _numeric(df, tcol, path)
     back = np.flatnonzero(np.diff(submit) < 0)
     if back.size:
@@ -708,7 +782,7 @@ def read_trace(path: str | os.PathLike, *, format: str = "canonical") -> _TraceT
         raise _bad(path, r + 1, "job_id", f"duplicate job id {ids.iloc[r]!r} (first at row {first + 1})")
     names = ids.to_numpy(dtype=object)
     if format == "itp":
-        return _TraceTable(path, format, names, submit, gpus, duration)
+        return _TraceTable(path, format, names, submit, gpus, duration, rows=rows)
     return _TraceTable(
         path,
         format,
@@ -720,6 +794,7 @@ def read_trace(path: str | os.PathLike, *, format: str = "canonical") -> _TraceT
         batch=_optional(df, "batch_size", path, "int") or (None,) * len(df),
         seq=_optional(df, "seq_len", path, "int") or (None,) * len(df),
         group=_optional(df, "group", path, "group"),
+        rows=rows,
     )
 
 
