@@ -29,80 +29,22 @@ Usage: ``python scripts/validate_memory.py [CSV] [--fit] [--no-cuda] [--json OUT
 from __future__ import annotations
 
 import argparse
-import csv
 import json
-import re
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from frenzy_env.calibration import FITTED_CASES, calibration_case, load_cases, predict_case
 from frenzy_env.memory import MiB, estimate_memory
 from frenzy_env.models import custom_model
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CSV = ROOT.parent / "shared" / "data" / "memory" / "calibration.csv"
-FITTED_CASES = ("A1", "A2")  # the cases FRAGMENTATION and FRAMEWORK_BYTES are fitted on
-PRECISION_MAP = {
-    "fp32": "fp32",
-    "amp-fp16": "amp",
-    "amp-bf16": "amp",
-    "amp": "amp",
-    "bf16": "bf16",
-    "fp16": "fp16",
-}
-
-
-def row_to_case(row: dict[str, str]) -> tuple[object, dict[str, object], dict[str, object]]:
-    """(model, job kwargs, extended options) of one calibration row."""
-    arch = row.get("arch", "decoder") or "decoder"
-    seq = int(row["seq_len"])
-    model = custom_model(
-        name=row["model"],
-        vocab_size=int(row["vocab"]),
-        hidden=int(row["hidden"]),
-        layers=int(row["layers"]),
-        heads=int(row["heads"]),
-        arch=arch,
-        max_seq_len=max(seq, 512 if arch == "encoder" else 1024),
-    )
-    mb, ga, dp, tp = (int(row[k]) for k in ("micro_batch", "grad_accum", "dp", "tp"))
-    job = {"batch_size": mb * ga * dp, "seq_len": seq, "dp": dp, "tp": tp}
-    prec = row["precision"].strip().lower()
-    if prec not in PRECISION_MAP:
-        raise ValueError(f"case {row['case']}: unknown precision {row['precision']!r}")
-    opts: dict[str, object] = {
-        "precision": PRECISION_MAP[prec],
-        "micro_batch": mb,
-        "recompute": row.get("recompute", "none") or "none",
-        "zero_stage": int(row.get("zero_stage", 0) or 0),
-    }
-    metric = row["metric"].lower()
-    if "nvidia-smi" in metric:
-        opts["include_context"] = True
-        m = re.search(r"(\d+(?:\.\d+)?)\s*mib cuda context", metric)
-        if m:
-            opts["context_bytes"] = float(m.group(1)) * MiB
-    elif "llm.c" in metric:
-        opts.update(include_context=False, grad_bytes=2.0, dropout=False, logits_bytes=2.0, attention="flash")
-    else:  # PyTorch max reserved / allocated: no context
-        opts["include_context"] = False
-    if arch == "encoder":
-        opts["vocab_logits"] = False
-    return model, job, opts
-
-
-def load_rows(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
-def predict(row: dict[str, str], **override: object) -> dict[str, float]:
-    model, job, opts = row_to_case(row)
-    opts.update(override)
-    ext = estimate_memory(model, method="extended", **job, **opts)
-    fr = estimate_memory(model, method="frenzy", **job)
-    return {"extended": ext.total_bytes / MiB, "frenzy": fr.total_bytes / MiB, "ext": ext}  # type: ignore[dict-item]
+# the case mapping lives in the package (frenzy reproduce uses it too)
+row_to_case = calibration_case
+load_rows = load_cases
+predict = predict_case
 
 
 def fit_constants(rows: list[dict[str, str]], cases=FITTED_CASES) -> tuple[float, float]:

@@ -1,0 +1,91 @@
+"""``frenzy reproduce``: every claim of the three papers beside ours, with 95% confidence intervals."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from frenzy_env.errors import FrenzyError
+
+DEFAULT_DATA_DIR = Path("..") / "shared" / "data"  # relative to the current directory
+
+
+def _scenarios(text: str) -> tuple[str, ...]:
+    from frenzy_env.reproduce import SCENARIOS
+
+    items = tuple(t.strip() for t in text.split(",") if t.strip())
+    bad = [t for t in items if t not in SCENARIOS]
+    if not items or bad:
+        raise argparse.ArgumentTypeError(f"unknown scenario(s) {bad or text!r}; known: {', '.join(SCENARIOS)}")
+    return items
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def add_parsers(sub: Any) -> None:
+    """Register ``frenzy reproduce``."""
+    from frenzy_env.reproduce import SCENARIOS
+
+    p = sub.add_parser(
+        "reproduce",
+        help="reproduce the papers' claims: their number beside ours with a 95%% CI",
+        description="Run the scenarios behind every claim of the Frenzy, A-SRPT and doubling papers over "
+        "seeds and write a Markdown table (claim, paper, ours, scenario, verdict) and plots.",
+    )
+    p.add_argument("--quick", action="store_true", help="reduced run for CI (fewer jobs, 3 seeds; about a minute)")
+    p.add_argument("--seeds", type=_positive, default=None, help="seeds (default 5; 3 with --quick)")
+    p.add_argument("--jobs", type=_positive, default=None, help="override every scenario's job count")
+    p.add_argument(
+        "--scenarios", type=_scenarios, default=SCENARIOS, help=f"comma list of {', '.join(SCENARIOS)} (default all)"
+    )
+    p.add_argument(
+        "--data-dir", type=Path, default=None,
+        help=f"shared data folder with traces/philly/philly.csv (default {DEFAULT_DATA_DIR} if present)",
+    )
+    p.add_argument(
+        "--calibration", type=Path, default=None,
+        help="MARP calibration CSV (default DATA_DIR/memory/calibration.csv if present, else the MARP "
+        "scenario is reported as skipped)",
+    )
+    p.add_argument("--out", type=Path, default=Path("reproduce_out"), help="output folder (default reproduce_out)")
+    p.add_argument(
+        "--episode-budget", type=float, default=None,
+        help="wall-clock seconds one episode may take before its policy is reported as too slow "
+        "(default 60 with --quick, 600 otherwise)",
+    )
+    p.add_argument("--no-progress", action="store_true", help="no per-episode lines")
+    p.set_defaults(func=cmd_reproduce)
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from frenzy_env.reproduce import ReproduceConfig, claims_markdown, run_reproduce, write_outputs
+
+    data_dir = args.data_dir
+    if data_dir is None and DEFAULT_DATA_DIR.is_dir():
+        data_dir = DEFAULT_DATA_DIR
+    if args.data_dir is not None and not args.data_dir.is_dir():
+        raise FrenzyError(f"--data-dir: no such folder {str(args.data_dir)!r}")
+    calibration = args.calibration
+    if calibration is not None and not calibration.is_file():
+        raise FrenzyError(f"--calibration: no such file {str(calibration)!r}")
+    if calibration is None and data_dir is not None and (data_dir / "memory" / "calibration.csv").is_file():
+        calibration = data_dir / "memory" / "calibration.csv"
+    cfg = ReproduceConfig(
+        quick=args.quick, seeds=args.seeds, jobs=args.jobs, scenarios=args.scenarios, data_dir=data_dir,
+        calibration=calibration, progress=not args.no_progress,
+        episode_budget_s=args.episode_budget,
+    )
+    result = run_reproduce(cfg)
+    paths = write_outputs(result, args.out)
+    print(claims_markdown(result))
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return 0
