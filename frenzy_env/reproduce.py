@@ -194,8 +194,6 @@ def _make_policy(name: str, env: Any, kwargs: dict) -> Any:
     import baselines
     from frenzy_env.errors import UnknownNameError
 
-    if name == "sia":
-        import baselines.sia  # noqa: F401  (registers "sia")
     try:
         return baselines.make_policy(name, env, **kwargs)
     except UnknownNameError:
