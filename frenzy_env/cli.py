@@ -18,7 +18,8 @@ from typing import Any
 from frenzy_env.errors import FrenzyError
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
+    """argparse type: a positive integer (shared by every subcommand)."""
     try:
         value = int(text)
     except ValueError:
@@ -59,10 +60,10 @@ def _add_evaluate(sub: Any) -> None:
     p.add_argument("--trace", type=Path, default=None, help="a trace CSV instead of --workload")
     p.add_argument("--trace-format", choices=("itp", "philly", "canonical"), default="canonical")
     p.add_argument(
-        "--max-jobs", type=_positive_int, default=None,
+        "--max-jobs", type=positive_int, default=None,
         help="keep the first N jobs of a trace (synthetic workloads: generate N jobs)",
     )
-    p.add_argument("--seeds", type=_positive_int, default=3, help="number of seeds; default 3")
+    p.add_argument("--seeds", type=positive_int, default=3, help="number of seeds; default 3")
     p.add_argument(
         "--seed-start", type=int, default=0,
         help="first seed (seeds are SEED_START .. SEED_START+N-1); the shipped PPO agent never saw seeds >= 1000",

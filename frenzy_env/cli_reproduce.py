@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from frenzy_env.cli import positive_int
 from frenzy_env.errors import FrenzyError
 
 DEFAULT_DATA_DIR = Path("..") / "shared" / "data"  # relative to the current directory
@@ -21,16 +22,6 @@ def _scenarios(text: str) -> tuple[str, ...]:
     return items
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
 def add_parsers(sub: Any) -> None:
     """Register ``frenzy reproduce``."""
     from frenzy_env.reproduce import SCENARIOS
@@ -42,8 +33,8 @@ def add_parsers(sub: Any) -> None:
         "seeds and write a Markdown table (claim, paper, ours, scenario, verdict) and plots.",
     )
     p.add_argument("--quick", action="store_true", help="reduced run for CI (fewer jobs, 3 seeds; about a minute)")
-    p.add_argument("--seeds", type=_positive, default=None, help="seeds (default 5; 3 with --quick)")
-    p.add_argument("--jobs", type=_positive, default=None, help="override every scenario's job count")
+    p.add_argument("--seeds", type=positive_int, default=None, help="seeds (default 5; 3 with --quick)")
+    p.add_argument("--jobs", type=positive_int, default=None, help="override every scenario's job count")
     p.add_argument(
         "--scenarios", type=_scenarios, default=SCENARIOS, help=f"comma list of {', '.join(SCENARIOS)} (default all)"
     )

@@ -20,6 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from frenzy_env.cli import positive_int
 from frenzy_env.errors import ConfigError
 
 _TRACE_KEYS = {"format": str, "max_jobs": int, "load_scale": float, "exclude": str}
@@ -60,8 +61,8 @@ def add_parsers(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     # None = the TrainConfig / PPOConfig default (or the --config file's value)
-    p.add_argument("--timesteps", type=_pos_int, default=None, help="environment steps (default 240000)")
-    p.add_argument("--n-envs", type=_pos_int, default=None, help="parallel envs (default 2)")
+    p.add_argument("--timesteps", type=positive_int, default=None, help="environment steps (default 240000)")
+    p.add_argument("--n-envs", type=positive_int, default=None, help="parallel envs (default 2)")
     p.add_argument("--vec-env", choices=("dummy", "subproc"), default=None, help="vectorisation (default dummy)")
     p.add_argument("--seed", type=int, default=None, help="seed of PPO, envs and workload draws (default 0)")
     p.add_argument("--cluster", default=None, help="cluster preset (default frenzy-testbed)")
@@ -76,30 +77,20 @@ def add_parsers(sub: Any) -> None:
     )
     p.add_argument("--trace-fraction", type=float, default=None, help="share of trace episodes (default 0.3)")
     p.add_argument("--out", type=Path, default=None, help="output directory (default runs/ppo)")
-    p.add_argument("--eval-freq", type=_pos_int, default=None, help="steps between validations (default 24000)")
-    p.add_argument("--eval-episodes", type=_pos_int, default=None, help="validation workloads (default 4)")
-    p.add_argument("--validation-jobs", type=_pos_int, default=None, help="jobs per validation workload (200)")
-    p.add_argument("--checkpoint-freq", type=_pos_int, default=None, help="steps between checkpoints (50000)")
-    p.add_argument("--n-steps", type=_pos_int, default=None, help="rollout steps per env per update (1024)")
-    p.add_argument("--batch-size", type=_pos_int, default=None, help="minibatch size (256)")
+    p.add_argument("--eval-freq", type=positive_int, default=None, help="steps between validations (default 24000)")
+    p.add_argument("--eval-episodes", type=positive_int, default=None, help="validation workloads (default 4)")
+    p.add_argument("--validation-jobs", type=positive_int, default=None, help="jobs per validation workload (200)")
+    p.add_argument("--checkpoint-freq", type=positive_int, default=None, help="steps between checkpoints (50000)")
+    p.add_argument("--n-steps", type=positive_int, default=None, help="rollout steps per env per update (1024)")
+    p.add_argument("--batch-size", type=positive_int, default=None, help="minibatch size (256)")
     p.add_argument("--learning-rate", type=float, default=None, help="Adam step size (1e-4)")
     p.add_argument("--ent-coef", type=float, default=None, help="entropy bonus (0.001)")
     p.add_argument("--bc-episodes", type=int, default=None, help="warm-start teacher episodes (default 60; 0: none)")
-    p.add_argument("--threads", type=_pos_int, default=None, help="torch threads (default 1)")
+    p.add_argument("--threads", type=positive_int, default=None, help="torch threads (default 1)")
     p.add_argument("--config", type=Path, default=None, help="a config.json to start from (flags override it)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--verbose", type=int, default=0, help="stable-baselines3 verbosity")
     p.set_defaults(func=cmd_train)
-
-
-def _pos_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 _TOP = {
