@@ -185,19 +185,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if out is not None:
         summary.to_csv(out / "summary.csv", index=False)
         (out / "summary.md").write_text(md)
-        try:
-            from frenzy_env.plots import plot_results
+        from frenzy_env.plots import plot_results
 
-            plot_results(jobs, episodes, summary, out)
-        except ImportError:  # plots arrive with the baselines issue
-            pass
+        plot_results(jobs, episodes, summary, out)
     if args.json:
         print(json.dumps(json.loads(summary.to_json(orient="records")), indent=2))
     else:
         print(f"cluster {cluster.name} ({cluster.num_gpus} GPUs), {args.seeds} seed(s)")
         print(md)
         if out is not None:
-            print(f"wrote {out}/jobs.csv, episodes.csv, summary.csv, summary.md")
+            print(f"wrote {out}: jobs.csv, episodes.csv, summary.csv, summary.md and the plots (PNG)")
     return 0
 
 
