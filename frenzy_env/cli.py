@@ -29,6 +29,19 @@ def positive_int(text: str) -> int:
     return value
 
 
+def choice_list(kind: str, known: tuple[str, ...]) -> Any:
+    """argparse type: a comma list of names from ``known`` (e.g. benchmark sections, reproduce scenarios)."""
+
+    def parse(text: str) -> tuple[str, ...]:
+        items = tuple(t.strip() for t in text.split(",") if t.strip())
+        bad = [t for t in items if t not in known]
+        if not items or bad:
+            raise argparse.ArgumentTypeError(f"unknown {kind}(s) {bad or text!r}; known: {', '.join(known)}")
+        return items
+
+    return parse
+
+
 def _csv_list(text: str) -> list[str]:
     items = [t.strip() for t in text.split(",") if t.strip()]
     if not items:

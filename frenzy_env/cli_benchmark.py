@@ -648,16 +648,10 @@ def plot_results(res: Results, path: Path) -> Path:
 
 
 # ------------------------------------------------------------------------------------------ command
-def _sections(text: str) -> tuple[str, ...]:
-    items = tuple(t.strip() for t in text.split(",") if t.strip())
-    bad = [t for t in items if t not in SECTIONS]
-    if not items or bad:
-        raise argparse.ArgumentTypeError(f"unknown section(s) {bad or text!r}; known: {', '.join(SECTIONS)}")
-    return items
-
-
 def add_parsers(sub: Any) -> None:
     """Register ``frenzy benchmark``."""
+    from frenzy_env.cli import choice_list
+
     p = sub.add_parser(
         "benchmark",
         help="measure env steps/s (vs CartPole), trace replay, decision latency, MARP, scaling, memory",
@@ -667,7 +661,10 @@ def add_parsers(sub: Any) -> None:
     size = p.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="tiny run (seconds): a smoke test of every section")
     size.add_argument("--full", action="store_true", help="every baseline on every whole trace; long")
-    p.add_argument("--sections", type=_sections, default=SECTIONS, help=f"comma list of {', '.join(SECTIONS)}")
+    p.add_argument(
+        "--sections", type=choice_list("section", SECTIONS), default=SECTIONS,
+        help=f"comma list of {', '.join(SECTIONS)}",
+    )
     p.add_argument("--policies", default=None, help="comma list of baselines (default: every registered one "
                    "except random for replays; all for latency)")
     p.add_argument("--data-dir", type=Path, default=None,

@@ -6,20 +6,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from frenzy_env.cli import positive_int
+from frenzy_env.cli import choice_list, positive_int
 from frenzy_env.errors import FrenzyError
 
 DEFAULT_DATA_DIR = Path("..") / "shared" / "data"  # relative to the current directory
-
-
-def _scenarios(text: str) -> tuple[str, ...]:
-    from frenzy_env.reproduce import SCENARIOS
-
-    items = tuple(t.strip() for t in text.split(",") if t.strip())
-    bad = [t for t in items if t not in SCENARIOS]
-    if not items or bad:
-        raise argparse.ArgumentTypeError(f"unknown scenario(s) {bad or text!r}; known: {', '.join(SCENARIOS)}")
-    return items
 
 
 def add_parsers(sub: Any) -> None:
@@ -36,7 +26,8 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--seeds", type=positive_int, default=None, help="seeds (default 5; 3 with --quick)")
     p.add_argument("--jobs", type=positive_int, default=None, help="override every scenario's job count")
     p.add_argument(
-        "--scenarios", type=_scenarios, default=SCENARIOS, help=f"comma list of {', '.join(SCENARIOS)} (default all)"
+        "--scenarios", type=choice_list("scenario", SCENARIOS), default=SCENARIOS,
+        help=f"comma list of {', '.join(SCENARIOS)} (default all)"
     )
     p.add_argument(
         "--data-dir", type=Path, default=None,
