@@ -90,6 +90,14 @@ def _add_evaluate(sub: Any) -> None:
     p.add_argument("--out", type=Path, default=None, help="directory for jobs.csv, episodes.csv, summary.*")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--backend", choices=("local", "ray"), default="local",
+        help="local: episodes one after another in this process (default); ray: each episode a Ray task "
+        "(needs the [ray] extra), on a local Ray instance or the cluster at --address",
+    )
+    p.add_argument("--address", default=None, help="Ray cluster address for --backend ray (e.g. auto, HOST:6379)")
+    p.add_argument("--num-cpus", type=positive_int, default=None,
+                   help="CPUs of the local Ray instance --backend ray starts without --address (default: all)")
     p.set_defaults(func=cmd_evaluate)
 
 
@@ -130,14 +138,61 @@ class _EpisodeFailed(Exception):
         self.exit_code = exit_code
 
 
+def _evaluate_locally(
+    args: argparse.Namespace, make_env: Any, policies: dict, workloads: list[str], seeds: range, save: Any,
+    names: list[str], saved: Any,
+) -> tuple[Any, Any]:
+    """The local backend; a failing episode stops the sweep with a message naming it (``saved()``: the
+    number of episodes finished so far, which ``save`` wrote)."""
+    from frenzy_env.evaluation import evaluate
+
+    out: Path | None = args.out
+    try:
+        return evaluate(make_env, policies, workloads, seeds, progress=not args.no_progress, on_episode=save)
+    except KeyboardInterrupt:
+        if out is not None and saved():
+            print(f"frenzy: {saved()} finished episode(s) are saved in {out}", file=sys.stderr)
+        raise
+    except Exception as exc:
+        # evaluate() runs workloads x policies x seeds in that nesting order
+        done = saved()
+        per_workload = len(names) * args.seeds
+        w, p, seed = done // per_workload, (done // args.seeds) % len(names), args.seed_start + done % args.seeds
+        where = f"episode {done + 1} ({workloads[w]}, policy {names[p]}, seed {seed})"
+        kept = f"; the {done} finished episode(s) are saved in {out}" if out is not None and done else ""
+        kind = "" if isinstance(exc, FrenzyError) else f"{type(exc).__name__}: "
+        raise _EpisodeFailed(
+            f"{where} failed: {kind}{exc}{kept}", 2 if isinstance(exc, FrenzyError) else 1
+        ) from exc
+
+
+def _evaluate_on_ray(
+    args: argparse.Namespace, make_env: Any, policies: dict, workloads: list[str], seeds: range, save: Any
+) -> tuple[Any, Any, list]:
+    """The Ray backend: one task per episode; failed tasks are retried once and reported."""
+    from frenzy_env.distributed import connect, evaluate_ray, import_ray
+
+    ray = import_ray()
+    started = connect(args.address, args.num_cpus)
+    try:
+        return evaluate_ray(make_env, policies, workloads, seeds, progress=not args.no_progress, on_episode=save)
+    finally:
+        if started:
+            ray.shutdown()
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from baselines import POLICIES, make_policy
     from frenzy_env.cluster import ClusterSpec
     from frenzy_env.env import FrenzyEnv
-    from frenzy_env.evaluation import evaluate, summarise, summary_markdown
+    from frenzy_env.evaluation import summarise, summary_markdown
 
+    if args.backend != "ray":
+        for flag in ("address", "num_cpus"):
+            if getattr(args, flag) is not None:
+                raise FrenzyError(f"--{flag.replace('_', '-')} applies to --backend ray only")
     cluster = ClusterSpec.preset(args.cluster)
     names = args.policies or default_policies()
     for name in names:
@@ -175,24 +230,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     policies = {name: policy_factory(name) for name in names}
     seeds = range(args.seed_start, args.seed_start + args.seeds)
-    try:
-        jobs, episodes = evaluate(
-            make_env, policies, workloads, seeds, progress=not args.no_progress, on_episode=save
-        )
-    except KeyboardInterrupt:
-        if out is not None and saved:
-            print(f"frenzy: {saved} finished episode(s) are saved in {out}", file=sys.stderr)
-        raise
-    except Exception as exc:
-        # evaluate() runs workloads x policies x seeds in that nesting order
-        per_workload = len(names) * args.seeds
-        w, p, seed = saved // per_workload, (saved // args.seeds) % len(names), args.seed_start + saved % args.seeds
-        where = f"episode {saved + 1} ({workloads[w]}, policy {names[p]}, seed {seed})"
-        kept = f"; the {saved} finished episode(s) are saved in {out}" if out is not None and saved else ""
-        kind = "" if isinstance(exc, FrenzyError) else f"{type(exc).__name__}: "
-        raise _EpisodeFailed(
-            f"{where} failed: {kind}{exc}{kept}", 2 if isinstance(exc, FrenzyError) else 1
-        ) from exc
+    failures: list[Any] = []
+    if args.backend == "ray":
+        jobs, episodes, failures = _evaluate_on_ray(args, make_env, policies, workloads, seeds, save)
+    else:
+        jobs, episodes = _evaluate_locally(args, make_env, policies, workloads, seeds, save, names, lambda: saved)
+    if failures and episodes.empty:
+        _report_failures(failures)
+        return 1
     summary = summarise(episodes)
     md = summary_markdown(summary)
     if out is not None:
@@ -208,7 +253,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print(md)
         if out is not None:
             print(f"wrote {out}: jobs.csv, episodes.csv, summary.csv, summary.md and the plots (PNG)")
+    if failures:
+        _report_failures(failures)
+        return 1
     return 0
+
+
+def _report_failures(failures: list) -> None:
+    lines = "\n".join(f"  {f.describe()}" for f in failures)
+    print(f"frenzy: {len(failures)} episode(s) failed on every attempt and are left out of the tables:\n{lines}",
+          file=sys.stderr)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -129,6 +129,7 @@ class FrenzyEnv(gym.Env):
         first = self._fixed_workload if self._fixed_workload is not None else self._generator.generate(0)
         self.sim = ClusterSimulator(self.cluster, first, self.sim_config, seed=0)
         self._sim_seed: int | None = 0
+        self.episode_seed: int | None = None  # set by reset(): the seed this episode's workload was drawn with
         q, r, p = self.queue_slots, self.running_slots, self.sim.num_plans
         t, n = self.sim.num_types, self.cluster.num_nodes
         self.num_plans = p
@@ -180,6 +181,7 @@ class FrenzyEnv(gym.Env):
         else:
             self.sim.reset_state()
         self._sim_seed = None if self._generator is not None else wl_seed
+        self.episode_seed = wl_seed  # the workload seed of this episode (policies may derive theirs from it)
         self._invalidate_views()
         self._steps = 0
         self._invalid = 0

@@ -152,6 +152,17 @@ def summary_markdown(summary: pd.DataFrame, metrics: tuple[str, ...] = SUMMARY_M
     return "\n".join(lines) + "\n\n" + note + "\n"
 
 
+def episode_record(result: EpisodeResult, workload: str, policy: str, seed: int) -> tuple[pd.DataFrame, dict]:
+    """The rows :func:`evaluate` keeps of one episode: its jobs tagged with (workload, policy, seed), and
+    one row of ``episodes`` (those keys and the metrics)."""
+    jobs = result.jobs.assign(workload=workload, policy=policy, seed=seed)
+    return jobs, {"workload": workload, "policy": policy, "seed": seed, **result.metrics}
+
+
+TIMING_METRICS = ("latency_median_ms", "latency_p99_ms")
+"""Episode metrics measured with a clock: they differ between runs of the same episode."""
+
+
 def evaluate(
     make_env: Callable[[str], Any],
     policies: dict[str, Callable[[Any], Any]],
@@ -180,10 +191,9 @@ def evaluate(
             policy = factory(env)
             for seed in seeds:
                 bar.set_postfix_str(f"{workload} {name} seed={seed}")
-                result = run_episode(env, policy, seed=seed)
-                jobs = result.jobs.assign(workload=workload, policy=name, seed=seed)
+                jobs, row = episode_record(run_episode(env, policy, seed=seed), workload, name, seed)
                 job_frames.append(jobs)
-                episode_rows.append({"workload": workload, "policy": name, "seed": seed, **result.metrics})
+                episode_rows.append(row)
                 bar.update(1)
                 if on_episode is not None:
                     on_episode(pd.concat(job_frames, ignore_index=True), pd.DataFrame(episode_rows))
