@@ -213,33 +213,15 @@ def target_policy() -> str:
 
 
 def replay(env: Any, policy: Any, *, seed: int = 0, budget_s: float = math.inf) -> dict[str, float]:
-    """Play one episode like :func:`~frenzy_env.evaluation.run_episode` (same loop, same latency), stopping
-    after ``budget_s`` wall seconds. Returns wall and CPU seconds, decisions, latencies and the metrics."""
-    base = env.unwrapped
+    """Play one episode with :func:`~frenzy_env.evaluation.play` (the evaluation loop), stopping after
+    ``budget_s`` wall seconds. Returns wall and CPU seconds, decisions, latencies and the metrics."""
+    from frenzy_env.evaluation import play
+
     t0, c0 = time.perf_counter(), time.process_time()
-    obs, info = env.reset(seed=seed)
-    if hasattr(policy, "reset"):
-        policy.reset()
-    latencies: list[float] = []
-    state = None
-    episode_start = np.ones((1,), dtype=bool)
-    terminated = truncated = False
-    deadline = t0 + budget_s
-    clock = time.perf_counter
-    while not (terminated or truncated):
-        mask = base.action_masks()
-        t = clock()
-        action, state = policy.predict(
-            obs, state=state, episode_start=episode_start, deterministic=True, action_masks=mask
-        )
-        latencies.append(clock() - t)
-        episode_start = np.zeros((1,), dtype=bool)
-        obs, _, terminated, truncated, info = env.step(int(np.asarray(action).reshape(-1)[0]))
-        if len(latencies) % 1024 == 0 and clock() > deadline:
-            break
+    _, terminated, lat = play(env, policy, seed, time_budget_s=None if math.isinf(budget_s) else budget_s)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    lat = np.array(latencies) * 1e3
-    m = base.sim.metrics()
+    lat = lat * 1e3
+    m = env.unwrapped.sim.metrics()
     return {
         "wall_s": wall,
         "cpu_s": cpu,

@@ -62,6 +62,45 @@ def jobs_table(sim: Any) -> pd.DataFrame:
     return df[list(JOB_COLUMNS)]
 
 
+def play(
+    env: Any,
+    policy: Any,
+    seed: int | None = None,
+    *,
+    deterministic: bool = True,
+    max_steps: int | None = None,
+    time_budget_s: float | None = None,
+) -> tuple[dict, bool, np.ndarray]:
+    """The evaluation loop: reset ``env`` with ``seed``, let ``policy`` act until the episode ends, after
+    ``max_steps`` decisions, or once ``time_budget_s`` wall seconds have passed (checked every 1,024
+    decisions). Returns the last ``info``, whether the episode terminated, and the wall time in seconds of
+    each ``predict`` call (the decision latencies)."""
+    base = env.unwrapped
+    clock = time.perf_counter
+    deadline = math.inf if time_budget_s is None else clock() + time_budget_s
+    obs, info = env.reset(seed=seed)
+    if hasattr(policy, "reset"):
+        policy.reset()
+    latencies: list[float] = []
+    state = None
+    episode_start = np.ones((1,), dtype=bool)
+    terminated = truncated = False
+    while not (terminated or truncated):
+        mask = base.action_masks()
+        t0 = clock()
+        action, state = policy.predict(
+            obs, state=state, episode_start=episode_start, deterministic=deterministic, action_masks=mask
+        )
+        latencies.append(clock() - t0)
+        episode_start = np.zeros((1,), dtype=bool)
+        obs, _, terminated, truncated, info = env.step(int(np.asarray(action).reshape(-1)[0]))
+        if max_steps is not None and len(latencies) >= max_steps:
+            break
+        if len(latencies) % 1024 == 0 and clock() > deadline:
+            break
+    return info, bool(terminated), np.array(latencies)
+
+
 def run_episode(
     env: Any,
     policy: Any,
@@ -70,34 +109,14 @@ def run_episode(
     deterministic: bool = True,
     max_steps: int | None = None,
 ) -> EpisodeResult:
-    """Play one episode of ``env`` with ``policy``; returns per-job records and metrics.
+    """Play one episode of ``env`` with ``policy`` (:func:`play`); returns per-job records and metrics.
 
     ``env`` may be wrapped (``gymnasium.make``); the simulator is read from ``env.unwrapped``.
     Decision latency is the wall time of each ``predict`` call.
     """
     base = env.unwrapped
-    obs, info = env.reset(seed=seed)
-    if hasattr(policy, "reset"):
-        policy.reset()
-    latencies: list[float] = []
-    state = None
-    episode_start = np.ones((1,), dtype=bool)
-    steps = 0
-    terminated = truncated = False
-    while not (terminated or truncated):
-        mask = base.action_masks()
-        t0 = time.perf_counter()
-        action, state = policy.predict(
-            obs, state=state, episode_start=episode_start, deterministic=deterministic, action_masks=mask
-        )
-        latencies.append(time.perf_counter() - t0)
-        episode_start = np.zeros((1,), dtype=bool)
-        obs, _, terminated, truncated, info = env.step(int(np.asarray(action).reshape(-1)[0]))
-        steps += 1
-        if max_steps is not None and steps >= max_steps:
-            break
+    info, _, lat = play(env, policy, seed, deterministic=deterministic, max_steps=max_steps)
     metrics = dict(info.get("metrics") or base.episode_metrics())
-    lat = np.array(latencies)
     metrics["latency_median_ms"] = float(np.median(lat) * 1e3) if lat.size else 0.0
     metrics["latency_p99_ms"] = float(np.percentile(lat, 99) * 1e3) if lat.size else 0.0
     metrics["decisions"] = float(lat.size)
