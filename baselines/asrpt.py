@@ -204,18 +204,10 @@ class AsrptPolicy(ScriptedPolicy):
         self.release = release
         self.seed = seed
         self.oracle = predictor == "perfect"
-        self._for_sim: Any = None
         self._ratio_cache: dict[tuple, float] = {}
 
     # ------------------------------------------------------------------ episode state
-    def reset(self) -> None:
-        self._for_sim = None
-
-    def _ensure(self) -> None:
-        sim = self.sim
-        if self._for_sim is sim:
-            return
-        self._for_sim = sim
+    def setup(self, sim: Any) -> None:
         n = sim.num_jobs
         self.ranker = PlanRanker(sim)
         self.forest = IterationForest(self.unseen, seed=self.seed) if self.predictor == "forest" else None
@@ -390,7 +382,7 @@ class AsrptPolicy(ScriptedPolicy):
         return None  # heavy: wait for a consolidated placement
 
     def act(self, mask: np.ndarray) -> int:
-        self._ensure()
+        self.ensure_setup()
         self._sync()
         sim = self.sim
         horizon = self._horizon()

@@ -25,7 +25,20 @@ class ScriptedPolicy:
         return self.env.sim
 
     def reset(self) -> None:
-        """Called by the evaluation loop at the start of each episode."""
+        """Called by the evaluation loop at the start of each episode: :meth:`setup` runs again before the
+        next action."""
+        self._for_sim = None
+
+    def ensure_setup(self) -> None:
+        """Run :meth:`setup` once per simulator (the env builds a new one on most resets); call it first
+        thing in :meth:`act` when the policy keeps per-episode state."""
+        sim = self.sim
+        if getattr(self, "_for_sim", None) is not sim:
+            self._for_sim = sim
+            self.setup(sim)
+
+    def setup(self, sim: Any) -> None:
+        """Build the per-episode state of ``sim`` (subclasses that keep any)."""
 
     def act(self, mask: np.ndarray) -> int:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -151,18 +151,10 @@ class DoublingPolicy(ScriptedPolicy):
         self.strategy = strategy
         self.explore_time = float(explore_time)
         self.fixed_gpus = fixed_gpus
-        self._for_sim: Any = None
         self._unit_cache: dict[tuple, np.ndarray] = {}
 
     # ------------------------------------------------------------------ episode state
-    def reset(self) -> None:
-        self._for_sim = None
-
-    def _ensure(self) -> None:
-        sim = self.sim
-        if self._for_sim is sim:
-            return
-        self._for_sim = sim
+    def setup(self, sim: Any) -> None:
         self.levels = sim.plan_counts_levels  # (K,)
         self.k = len(self.levels)
         self._arange_k = np.arange(self.k)
@@ -355,7 +347,7 @@ class DoublingPolicy(ScriptedPolicy):
 
     # ------------------------------------------------------------------ acting
     def act(self, mask: np.ndarray) -> int:
-        self._ensure()
+        self.ensure_setup()
         if self.strategy == "eight":
             return self._act_fixed(mask)
         sim = self.sim

@@ -155,6 +155,7 @@ class FrenzyPolicy(ScriptedPolicy):
         self._ranker: PlanRanker | None = None
 
     def reset(self) -> None:
+        super().reset()
         self._ranker = None
 
     @property

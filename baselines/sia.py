@@ -163,6 +163,7 @@ class SiaPolicy(ScriptedPolicy):
         self.reset()
 
     def reset(self) -> None:
+        super().reset()
         self._next_round = -math.inf
         self._todo: list[tuple[str, int, int]] = []  # ("resize" | "start", job, plan)
         self.rounds = 0

@@ -31,6 +31,7 @@ class RandomPolicy(ScriptedPolicy):
     def reset(self) -> None:
         """A fresh stream per episode from (``seed``, the episode's workload seed): an episode's actions do
         not depend on which episodes this policy played before (the Ray backend runs each in a new process)."""
+        super().reset()
         episode = getattr(self.env, "episode_seed", None)
         self._rng = np.random.default_rng(self.seed if episode is None else (self.seed, episode))
 
