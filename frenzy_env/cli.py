@@ -18,15 +18,24 @@ from typing import Any
 from frenzy_env.errors import FrenzyError
 
 
-def positive_int(text: str) -> int:
-    """argparse type: a positive integer (shared by every subcommand)."""
+def _int_at_least(text: str, minimum: int, expected: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+        value = minimum - 1
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a positive integer (shared by every subcommand)."""
+    return _int_at_least(text, 1, "a positive integer")
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0."""
+    return _int_at_least(text, 0, "an integer >= 0")
 
 
 def choice_list(kind: str, known: tuple[str, ...]) -> Any:

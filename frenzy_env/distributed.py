@@ -68,7 +68,11 @@ def connect(address: str | None = None, num_cpus: int | None = None) -> bool:
         else:
             ray.init(address=address, **kwargs)
     except ConnectionError as exc:
-        raise ConfigError(f"cannot connect to the Ray cluster at address {address!r}: {exc}") from exc
+        raise ConfigError(
+            f"cannot connect to the Ray cluster at address {address!r}: {exc}. If the cluster uses token "
+            "authentication (the default of `ray start` in recent Ray), set RAY_AUTH_MODE=token here (the token "
+            "is read from ~/.ray/auth_token or RAY_AUTH_TOKEN)"
+        ) from exc
     return True
 
 

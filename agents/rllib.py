@@ -1,0 +1,514 @@
+"""PPO on Ray RLlib's current API stack (RLModule / Learner / EnvRunner) with action masking.
+
+An alternative to :mod:`agents.ppo` (stable-baselines3) that scales sampling over Ray: ``num_env_runners``
+EnvRunner actors (each stepping ``num_envs_per_env_runner`` copies of :class:`~frenzy_env.env.FrenzyEnv`)
+feed one local Learner. Run it with ``frenzy train --backend rllib`` or :func:`train_rllib`.
+
+Masking
+-------
+FrenzyEnv observes a one-level ``Dict`` of flat float32 boxes (``queue``, ``running``, ``gpus``, ``nodes``,
+``globals``) plus the int8 ``action_mask`` (A,). RLlib's PPO networks need one flat vector, and its
+action-masking example module expects the layout ``{"action_mask", "observations"}``, so this module has its
+own :class:`MaskedPPOTorchRLModule` (a subclass of RLlib's ``DefaultPPOTorchRLModule``): it concatenates the
+float entries (in the observation space's key order) into a (B, F) vector for the default MLP encoder, and
+adds ``clamp(log(mask), min=FLOAT_MIN)`` to the action logits in every forward pass (exploration, inference
+and training), so illegal actions have probability zero. The env is used unchanged apart from
+:class:`InvalidStepInfo`, which adds ``info["invalid_step"]`` so that :class:`InvalidActionCallback` can
+report illegal actions per iteration (``invalid_actions`` in ``train_log.json``; it stays 0 with masking).
+
+Ray is optional
+---------------
+``import agents.rllib`` imports nothing from Ray. The two Ray-derived classes, :class:`MaskedPPOTorchRLModule`
+and :class:`InvalidActionCallback`, are built on first attribute access (PEP 562 module ``__getattr__``), so
+they still pickle by reference as ``agents.rllib.<Name>`` to Ray workers and into checkpoints. Without Ray,
+:func:`train_rllib` raises :class:`~frenzy_env.errors.ConfigError` with the install command.
+
+Outputs (``out_dir``)
+---------------------
+``config.json`` (written first), ``train_log.json`` (rewritten after every iteration: one row per iteration
+with the episode return mean, env steps sampled, invalid actions, losses and seconds) and ``checkpoint/``
+(``Algorithm.save_to_path``; restore with ``ray.rllib.algorithms.algorithm.Algorithm.from_checkpoint``).
+With ``address`` set (an existing Ray cluster), ``frenzy-env`` must be installed on every node.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from frenzy_env.errors import ConfigError
+
+#: The name the env creator is registered under with ``ray.tune.registry.register_env``.
+ENV_NAME = "frenzy-rllib-v0"
+#: The observation entry holding the (A,) legal-action mask.
+MASK_KEY = "action_mask"
+_INSTALL_HINT = 'pip install -e ".[ray]"'
+_LAZY_NAMES = ("MaskedPPOTorchRLModule", "InvalidActionCallback")
+
+
+# ------------------------------------------------------------------------------------------ config
+@dataclass(frozen=True)
+class RLlibTrainConfig:
+    """Everything :func:`train_rllib` needs; saved as ``config.json`` beside the checkpoint.
+
+    Environment: ``cluster`` (cluster preset), ``workload`` (workload preset), ``predictor`` (memory
+    predictor), ``queue_slots``/``running_slots`` (env sizes), ``max_episode_steps`` (env truncation; None:
+    episodes run until every job is done).
+    Sampling: ``num_env_runners`` EnvRunner actors (0: sample in the driver process), each stepping
+    ``num_envs_per_env_runner`` envs; ``train_batch_size`` env steps per iteration.
+    PPO: ``minibatch_size``, ``num_epochs`` (passes over each batch), ``lr``, ``gamma``, ``lambda_`` (GAE),
+    ``clip_param``, ``entropy_coeff``, ``grad_clip`` (None: none), ``hidden`` (MLP widths of the policy and
+    the separate value network); defaults follow :class:`agents.ppo.PPOConfig`.
+    Run: ``iterations`` (training iterations), ``seed``, ``out_dir``, ``address`` (an existing Ray
+    cluster, e.g. ``"auto"`` or ``"ray://head:10001"``; None starts a local Ray with ``num_cpus`` CPUs,
+    None = all), ``progress`` (print one line per iteration).
+    """
+
+    cluster: str = "frenzy-testbed"
+    workload: str = "synthetic-small"
+    predictor: str = "extended"
+    queue_slots: int = 32
+    running_slots: int = 16
+    max_episode_steps: int | None = None
+    iterations: int = 10
+    num_env_runners: int = 1
+    num_envs_per_env_runner: int = 4
+    train_batch_size: int = 4000
+    minibatch_size: int = 256
+    num_epochs: int = 4
+    lr: float = 1e-4
+    gamma: float = 0.995
+    lambda_: float = 0.95
+    clip_param: float = 0.1
+    entropy_coeff: float = 0.001
+    grad_clip: float | None = 0.5
+    hidden: tuple[int, ...] = (256, 256)
+    seed: int = 0
+    out_dir: str = "runs/rllib"
+    address: str | None = None
+    num_cpus: int | None = None
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        from frenzy_env.cluster import ClusterSpec
+        from frenzy_env.simulator import PREDICTORS
+        from frenzy_env.workload import make_generator
+
+        positive = ("queue_slots", "running_slots", "iterations", "num_envs_per_env_runner", "train_batch_size",
+                    "minibatch_size", "num_epochs")
+        for name in positive:
+            _check_int(name, getattr(self, name), minimum=1)
+        _check_int("num_env_runners", self.num_env_runners, minimum=0)
+        _check_int("seed", self.seed, minimum=0)
+        for name in ("max_episode_steps", "num_cpus"):
+            if getattr(self, name) is not None:
+                _check_int(name, getattr(self, name), minimum=1)
+        if self.minibatch_size > self.train_batch_size:
+            raise ConfigError(
+                f"minibatch_size must be <= train_batch_size ({self.train_batch_size}), got {self.minibatch_size}"
+            )
+        _check_float("lr", self.lr, lo=0.0, lo_open=True)
+        _check_float("gamma", self.gamma, lo=0.0, hi=1.0, lo_open=True)
+        _check_float("lambda_", self.lambda_, lo=0.0, hi=1.0)
+        _check_float("clip_param", self.clip_param, lo=0.0, lo_open=True)
+        _check_float("entropy_coeff", self.entropy_coeff, lo=0.0)
+        if self.grad_clip is not None:
+            _check_float("grad_clip", self.grad_clip, lo=0.0, lo_open=True)
+        hidden = tuple(self.hidden) if isinstance(self.hidden, (list, tuple)) else self.hidden
+        if not isinstance(hidden, tuple) or not hidden or not all(_is_int(h) and h > 0 for h in hidden):
+            raise ConfigError(f"hidden must be a non-empty sequence of positive integers, got {self.hidden!r}")
+        object.__setattr__(self, "hidden", tuple(int(h) for h in hidden))
+        for name in ("cluster", "workload", "out_dir"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise ConfigError(f"{name} must be a non-empty string, got {value!r}")
+        if self.address is not None and (not isinstance(self.address, str) or not self.address.strip()):
+            raise ConfigError(f"address must be a Ray address string or None, got {self.address!r}")
+        if self.address is not None and self.num_cpus is not None:
+            raise ConfigError(
+                f"num_cpus ({self.num_cpus}) applies to a local Ray only; it cannot be combined with "
+                f"address={self.address!r}"
+            )
+        if self.predictor not in PREDICTORS:
+            raise ConfigError(f"predictor must be one of {', '.join(PREDICTORS)}, got {self.predictor!r}")
+        ClusterSpec.preset(self.cluster)  # UnknownNameError lists the presets
+        make_generator(self.workload)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of every field."""
+        d = dataclasses.asdict(self)
+        d["hidden"] = list(self.hidden)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RLlibTrainConfig:
+        """The config of a ``config.json`` dict (its ``backend`` and ``ray_version`` notes are skipped;
+        other unknown keys raise :class:`ConfigError`)."""
+        from frenzy_env.errors import check_keys
+
+        data = {k: v for k, v in data.items() if k not in ("backend", "ray_version")}
+        check_keys("RLlibTrainConfig", data, [f.name for f in dataclasses.fields(cls)])
+        if "hidden" in data and isinstance(data["hidden"], list):
+            data["hidden"] = tuple(data["hidden"])
+        return cls(**data)
+
+    def env_config(self) -> dict[str, Any]:
+        """The keyword arguments of :class:`~frenzy_env.env.FrenzyEnv` (the RLlib ``env_config``)."""
+        return {
+            "cluster": self.cluster,
+            "workload": self.workload,
+            "predictor": self.predictor,
+            "queue_slots": self.queue_slots,
+            "running_slots": self.running_slots,
+            "max_steps": self.max_episode_steps,
+        }
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _check_int(name: str, value: Any, *, minimum: int) -> None:
+    if not _is_int(value) or value < minimum:
+        kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise ConfigError(f"{name} must be {kind}, got {value!r}")
+
+
+def _check_float(
+    name: str, value: Any, *, lo: float, hi: float = math.inf, lo_open: bool = False
+) -> None:
+    ok = isinstance(value, (int, float, np.floating)) and not isinstance(value, bool) and math.isfinite(value)
+    ok = ok and (value > lo if lo_open else value >= lo) and value <= hi
+    if not ok:
+        bound = f"> {lo}" if lo_open else f">= {lo}"
+        rng = bound if hi == math.inf else f"{bound} and <= {hi}"
+        raise ConfigError(f"{name} must be a finite number {rng}, got {value!r}")
+
+
+# ------------------------------------------------------------------------------------------ env
+class InvalidStepInfo(gym.Wrapper):
+    """Adds ``info["invalid_step"]`` (1 if this step's action was illegal, else 0) from FrenzyEnv's
+    cumulative ``info["invalid_actions"]``, and drops ``info["action_mask"]`` (the observation has it)
+    so that the infos RLlib ships from EnvRunners to the driver stay small."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self._seen = 0
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict]:
+        obs, info = self.env.reset(**kwargs)
+        self._seen = int(info.get("invalid_actions", 0))
+        info.pop("action_mask", None)
+        return obs, info
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        count = int(info.get("invalid_actions", 0))
+        info["invalid_step"] = count - self._seen
+        self._seen = count
+        info.pop("action_mask", None)
+        return obs, reward, terminated, truncated, info
+
+
+def make_env(env_config: dict[str, Any] | None = None) -> gym.Env:
+    """The RLlib env creator: a :class:`FrenzyEnv` of ``env_config`` (its keyword arguments) wrapped in
+    :class:`InvalidStepInfo`. Module-level so that Ray pickles it by reference."""
+    from frenzy_env.env import FrenzyEnv
+
+    kwargs = dict(env_config or {})
+    kwargs.pop("num_envs", None)  # RLlib's vectorised entry point adds it
+    return InvalidStepInfo(FrenzyEnv(**kwargs))
+
+
+def flat_feature_space(observation_space: gym.spaces.Dict) -> gym.spaces.Box:
+    """The (F,) float32 box of the concatenated non-mask entries of ``observation_space`` (key order)."""
+    keys = [k for k in observation_space.spaces if k != MASK_KEY]
+    low = np.concatenate([np.asarray(observation_space[k].low, np.float32).ravel() for k in keys])
+    high = np.concatenate([np.asarray(observation_space[k].high, np.float32).ravel() for k in keys])
+    return gym.spaces.Box(low, high, dtype=np.float32)
+
+
+def _check_masked_spaces(observation_space: Any, action_space: Any) -> None:
+    if not isinstance(observation_space, gym.spaces.Dict) or MASK_KEY not in observation_space.spaces:
+        raise ValueError(
+            f"MaskedPPOTorchRLModule needs a Dict observation space with an {MASK_KEY!r} entry, "
+            f"got {observation_space!r}"
+        )
+    if not isinstance(action_space, gym.spaces.Discrete):
+        raise ValueError(f"MaskedPPOTorchRLModule needs a Discrete action space, got {action_space!r}")
+    if observation_space[MASK_KEY].shape != (int(action_space.n),):
+        raise ValueError(
+            f"{MASK_KEY} has shape {observation_space[MASK_KEY].shape}, expected ({int(action_space.n)},)"
+        )
+    for key, space in observation_space.spaces.items():
+        if key != MASK_KEY and not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):
+            raise ValueError(f"observation entry {key!r} must be a flat Box, got {space!r}")
+
+
+# ------------------------------------------------------------------------------------------ Ray classes
+def _build_ray_classes() -> None:
+    """Define the Ray-derived classes (imports Ray) and publish them as module attributes."""
+    import torch
+    from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import DefaultPPOTorchRLModule
+    from ray.rllib.callbacks.callbacks import RLlibCallback
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.utils.torch_utils import FLOAT_MIN
+
+    class MaskedPPOTorchRLModule(DefaultPPOTorchRLModule):
+        """RLlib's default PPO module (MLP encoder, policy and value heads) on the concatenated float
+        entries of FrenzyEnv's Dict observation, with illegal-action logits pushed to ``FLOAT_MIN``."""
+
+        def __init__(self, *, observation_space: Any = None, action_space: Any = None, **kwargs: Any) -> None:
+            _check_masked_spaces(observation_space, action_space)
+            self.observation_space_with_mask = observation_space
+            self.feature_keys = tuple(k for k in observation_space.spaces if k != MASK_KEY)
+            # The default networks are built for the flat (F,) feature box ...
+            super().__init__(
+                observation_space=flat_feature_space(observation_space), action_space=action_space, **kwargs
+            )
+
+        def setup(self) -> None:
+            """Build the default networks, then report the env's Dict space (checkpoints rebuild from it)."""
+            super().setup()
+            self.observation_space = self.observation_space_with_mask
+
+        def _split(self, batch: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+            """(a shallow copy of ``batch`` whose OBS is the (..., F) feature tensor, the (..., A) mask)."""
+            obs = batch[Columns.OBS]
+            if not isinstance(obs, dict) or MASK_KEY not in obs:
+                raise ValueError(f"expected a dict observation with an {MASK_KEY!r} entry in the batch")
+            features = torch.cat([obs[k].float() for k in self.feature_keys], dim=-1)  # (..., F)
+            inner = dict(batch)
+            inner[Columns.OBS] = features
+            return inner, obs[MASK_KEY]
+
+        @staticmethod
+        def _mask_logits(out: dict[str, Any], mask: Any) -> dict[str, Any]:
+            logits = out[Columns.ACTION_DIST_INPUTS]  # (..., A)
+            out[Columns.ACTION_DIST_INPUTS] = logits + torch.clamp(torch.log(mask.to(logits.dtype)), min=FLOAT_MIN)
+            return out
+
+        def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+            inner, mask = self._split(batch)
+            return self._mask_logits(super()._forward(inner, **kwargs), mask)
+
+        def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+            inner, mask = self._split(batch)
+            return self._mask_logits(super()._forward_train(inner, **kwargs), mask)
+
+        def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> Any:
+            """Value estimates (B,); the observation is flattened unless ``embeddings`` are given."""
+            if embeddings is None:
+                batch, _ = self._split(batch)
+            return super().compute_values(batch, embeddings)
+
+    class InvalidActionCallback(RLlibCallback):
+        """Logs ``invalid_actions`` (illegal actions taken this iteration; 0 under masking) and
+        ``invalid_actions_lifetime`` into the EnvRunner metrics, from :class:`InvalidStepInfo`'s infos."""
+
+        def on_sample_end(self, *, metrics_logger: Any = None, samples: Any = None, **kwargs: Any) -> None:
+            invalid = 0
+            for episode in samples or ():
+                # infos[0] belongs to the chunk's first observation (a reset, or the previous chunk's last step)
+                invalid += sum(int(info.get("invalid_step", 0)) for info in episode.get_infos()[1:])
+            if metrics_logger is not None:
+                metrics_logger.log_value("invalid_actions", invalid, reduce="sum")
+                metrics_logger.log_value("invalid_actions_lifetime", invalid, reduce="lifetime_sum")
+
+    for cls in (MaskedPPOTorchRLModule, InvalidActionCallback):
+        cls.__module__ = __name__
+        cls.__qualname__ = cls.__name__
+        globals()[cls.__name__] = cls
+
+
+def __getattr__(name: str) -> Any:
+    """PEP 562: build :class:`MaskedPPOTorchRLModule` and :class:`InvalidActionCallback` on first use."""
+    if name in _LAZY_NAMES:
+        _require_ray()
+        _build_ray_classes()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _ray_class(name: str) -> Any:
+    """A lazily built class by name (module globals skip the module ``__getattr__``)."""
+    return globals()[name] if name in globals() else __getattr__(name)
+
+
+def _require_ray() -> None:
+    try:
+        import ray  # noqa: F401
+        import ray.rllib  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(f"the rllib backend needs Ray RLlib ({exc}); install it with {_INSTALL_HINT}") from None
+
+
+# ------------------------------------------------------------------------------------------ training
+def build_algorithm_config(cfg: RLlibTrainConfig) -> Any:
+    """The RLlib ``PPOConfig`` (new API stack, masked module, invalid-action metrics) of ``cfg``.
+
+    The env must be registered as :data:`ENV_NAME` (``register_env(ENV_NAME, make_env)``) before
+    ``build_algo()``; :func:`train_rllib` does both.
+    """
+    _require_ray()
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+    return (
+        PPOConfig()
+        .api_stack(enable_rl_module_and_learner=True, enable_env_runner_and_connector_v2=True)
+        .framework("torch")
+        .environment(ENV_NAME, env_config=cfg.env_config())
+        .env_runners(
+            num_env_runners=cfg.num_env_runners,
+            num_envs_per_env_runner=cfg.num_envs_per_env_runner,
+            rollout_fragment_length="auto",
+        )
+        .learners(num_learners=0)
+        .training(
+            train_batch_size_per_learner=cfg.train_batch_size,
+            minibatch_size=cfg.minibatch_size,
+            num_epochs=cfg.num_epochs,
+            lr=cfg.lr,
+            gamma=cfg.gamma,
+            lambda_=cfg.lambda_,
+            clip_param=cfg.clip_param,
+            entropy_coeff=cfg.entropy_coeff,
+            grad_clip=cfg.grad_clip,
+        )
+        .rl_module(
+            rl_module_spec=RLModuleSpec(
+                module_class=_ray_class("MaskedPPOTorchRLModule"),
+                model_config={"fcnet_hiddens": list(cfg.hidden), "fcnet_activation": "relu"},
+            )
+        )
+        .callbacks(_ray_class("InvalidActionCallback"))
+        .debugging(seed=cfg.seed, log_level="WARN")
+    )
+
+
+def _number(value: Any) -> float | None:
+    """A JSON-safe float (None for missing or NaN values)."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def summarise_result(result: dict[str, Any], iteration: int) -> dict[str, Any]:
+    """The ``train_log.json`` row of one ``Algorithm.train()`` result (None where a metric is missing,
+    e.g. the episode return when no episode ended yet)."""
+    runners = result.get("env_runners", {}) or {}
+    learner = (result.get("learners", {}) or {}).get("default_policy", {}) or {}
+    return {
+        "iteration": iteration,
+        "episode_return_mean": _number(runners.get("episode_return_mean")),
+        "episode_len_mean": _number(runners.get("episode_len_mean")),
+        "episodes": int(_number(runners.get("num_episodes")) or 0),
+        "env_steps_sampled": int(_number(runners.get("num_env_steps_sampled")) or 0),
+        "env_steps_sampled_lifetime": int(_number(result.get("num_env_steps_sampled_lifetime")) or 0),
+        "invalid_actions": int(_number(runners.get("invalid_actions")) or 0),
+        "policy_loss": _number(learner.get("policy_loss")),
+        "vf_loss": _number(learner.get("vf_loss")),
+        "entropy": _number(learner.get("entropy")),
+        "seconds": _number(result.get("time_this_iter_s")),
+    }
+
+
+def _init_ray(cfg: RLlibTrainConfig) -> bool:
+    """Start or join Ray as ``cfg`` says (:func:`frenzy_env.distributed.connect`); True if this call did (and
+    must shut it down), False if Ray was already initialised in this process."""
+    import ray
+
+    from frenzy_env.distributed import connect
+
+    if ray.is_initialized():
+        return False
+    if cfg.address is None:
+        cpus = cfg.num_cpus if cfg.num_cpus is not None else (os.cpu_count() or 1)
+        if cfg.num_env_runners > cpus:
+            raise ConfigError(
+                f"num_env_runners ({cfg.num_env_runners}) needs one CPU each, but the local Ray has {cpus} "
+                f"(num_cpus={cfg.num_cpus!r}); lower num_env_runners or raise num_cpus"
+            )
+    return connect(cfg.address, cfg.num_cpus)
+
+
+def train_rllib(cfg: RLlibTrainConfig) -> Path:
+    """Train PPO with RLlib for ``cfg.iterations`` iterations; returns ``cfg.out_dir`` (see the module
+    docstring for what it holds). Ray is shut down at the end only if this call started it."""
+    if not isinstance(cfg, RLlibTrainConfig):
+        raise ConfigError(f"cfg must be an RLlibTrainConfig, got {type(cfg).__name__}")
+    _require_ray()
+    import ray
+    from ray.tune.registry import register_env
+
+    out = Path(cfg.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(
+        json.dumps({**cfg.to_dict(), "backend": "rllib", "ray_version": ray.__version__}, indent=2)
+    )
+    started = _init_ray(cfg)
+    try:
+        register_env(ENV_NAME, make_env)
+        algo = build_algorithm_config(cfg).build_algo()
+        try:
+            rows: list[dict[str, Any]] = []
+            t0 = time.perf_counter()
+            for it in range(1, cfg.iterations + 1):
+                row = summarise_result(algo.train(), it)
+                rows.append(row)
+                _write_log(out, rows, time.perf_counter() - t0, checkpoint=None)
+                if cfg.progress:
+                    ret = row["episode_return_mean"]
+                    secs = row["seconds"] or 0.0
+                    print(
+                        f"[rllib] iter {it}/{cfg.iterations}: return_mean "
+                        f"{'n/a' if ret is None else f'{ret:.2f}'} ({row['episodes']} episodes), "
+                        f"{row['env_steps_sampled']} env steps ({row['env_steps_sampled_lifetime']} total), "
+                        f"invalid {row['invalid_actions']}, {secs:.1f} s",
+                        flush=True,
+                    )
+            checkpoint = Path(algo.save_to_path(str((out / "checkpoint").resolve())))
+            _write_log(out, rows, time.perf_counter() - t0, checkpoint=checkpoint)
+        finally:
+            algo.stop()
+    finally:
+        if started:
+            ray.shutdown()
+    return out
+
+
+def _write_log(out: Path, rows: list[dict[str, Any]], wall: float, checkpoint: Path | None) -> None:
+    log = {
+        "backend": "rllib",
+        "iterations": rows,
+        "env_steps": rows[-1]["env_steps_sampled_lifetime"] if rows else 0,
+        "invalid_actions": sum(r["invalid_actions"] for r in rows),
+        "wall_seconds": wall,
+        "checkpoint": None if checkpoint is None else str(checkpoint),
+    }
+    (out / "train_log.json").write_text(json.dumps(log, indent=2))
+
+
+__all__ = [
+    "ENV_NAME",
+    "MASK_KEY",
+    "InvalidStepInfo",
+    "RLlibTrainConfig",
+    "build_algorithm_config",
+    "flat_feature_space",
+    "make_env",
+    "summarise_result",
+    "train_rllib",
+]

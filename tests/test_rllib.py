@@ -1,0 +1,242 @@
+"""PPO on Ray RLlib (agents/rllib.py) and ``frenzy train --backend rllib``; skipped without Ray installed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("ray.rllib")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from agents.rllib import (  # noqa: E402
+    ENV_NAME,
+    MASK_KEY,
+    InvalidStepInfo,
+    RLlibTrainConfig,
+    flat_feature_space,
+    make_env,
+    train_rllib,
+)
+from frenzy_env.cli import main  # noqa: E402
+from frenzy_env.env import FrenzyEnv  # noqa: E402
+from frenzy_env.errors import ConfigError, UnknownNameError  # noqa: E402
+
+ENV_KW = {"cluster": "frenzy-testbed", "workload": "synthetic-small", "predictor": "extended"}
+
+
+@pytest.fixture(scope="module")
+def env() -> FrenzyEnv:
+    return FrenzyEnv(**ENV_KW)
+
+
+@pytest.fixture(scope="module")
+def module(env):
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+    from agents.rllib import MaskedPPOTorchRLModule
+
+    torch.manual_seed(0)
+    spec = RLModuleSpec(
+        module_class=MaskedPPOTorchRLModule,
+        observation_space=env.observation_space,
+        action_space=env.action_space,
+        model_config={"fcnet_hiddens": [32, 32]},
+    )
+    return spec.build()
+
+
+def _batch(obs: dict, n: int) -> dict:
+    from ray.rllib.core.columns import Columns
+
+    return {Columns.OBS: {k: torch.as_tensor(np.repeat(v[None], n, axis=0)) for k, v in obs.items()}}
+
+
+# ------------------------------------------------------------------------------------------ module
+def test_import_does_not_import_ray():
+    code = "import sys, agents.rllib; assert not any(m == 'ray' or m.startswith('ray.') for m in sys.modules)"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_module_keeps_dict_space_and_flattens_features(env, module):
+    assert module.observation_space == env.observation_space  # checkpoints rebuild from the env's space
+    assert MASK_KEY not in module.feature_keys
+    flat = flat_feature_space(env.observation_space)
+    assert flat.shape == (sum(env.observation_space[k].shape[0] for k in module.feature_keys),)
+
+
+@pytest.mark.parametrize("forward", ["forward_exploration", "forward_inference", "forward_train"])
+def test_only_the_legal_action_is_ever_chosen(env, module, forward):
+    from ray.rllib.core.columns import Columns
+
+    obs, _ = env.reset(seed=0)
+    legal = np.flatnonzero(obs[MASK_KEY])
+    k = int(legal[-1])  # a start action, not wait
+    assert k != 0
+    only_k = dict(obs)
+    only_k[MASK_KEY] = np.zeros_like(obs[MASK_KEY])
+    only_k[MASK_KEY][k] = 1
+    batch = _batch(only_k, 64)
+    with torch.no_grad():
+        out = getattr(module, forward)(batch)
+    logits = out[Columns.ACTION_DIST_INPUTS]
+    assert logits.shape == (64, env.action_space.n)
+    assert torch.all(logits.argmax(-1) == k)
+    dist = module.get_exploration_action_dist_cls().from_logits(logits)
+    assert torch.all(dist.sample() == k)
+    assert torch.isfinite(logits).all()  # FLOAT_MIN, not -inf: no NaN in the loss
+    assert batch[Columns.OBS][MASK_KEY].shape == (64, env.action_space.n)  # the caller's batch is untouched
+
+
+def test_sampling_with_the_real_mask_is_always_legal(env, module):
+    from ray.rllib.core.columns import Columns
+
+    obs, _ = env.reset(seed=3)
+    legal = obs[MASK_KEY].astype(bool)
+    with torch.no_grad():
+        logits = module.forward_exploration(_batch(obs, 500))[Columns.ACTION_DIST_INPUTS]
+        values = module.compute_values(_batch(obs, 4))
+    actions = module.get_exploration_action_dist_cls().from_logits(logits).sample().numpy()
+    assert legal[actions].all()
+    assert values.shape == (4,)
+
+
+def test_invalid_step_info_and_callback_count_illegal_actions(env):
+    from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+    from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
+
+    from agents.rllib import InvalidActionCallback
+
+    wrapped = make_env(dict(ENV_KW, num_envs=1))
+    assert isinstance(wrapped, InvalidStepInfo)
+    obs, info = wrapped.reset(seed=0)
+    assert "action_mask" not in info
+    illegal = int(np.flatnonzero(obs[MASK_KEY] == 0)[0])
+    legal = int(np.flatnonzero(obs[MASK_KEY])[0])
+    infos = [info]
+    for action in (illegal, legal, illegal):
+        obs, _, _, _, info = wrapped.step(action)
+        infos.append(info)
+    assert [i["invalid_step"] for i in infos[1:]] == [1, 0, 1]
+    episode = SingleAgentEpisode(
+        observations=[obs] * 4, actions=[illegal, legal, illegal], rewards=[0.0] * 3, infos=infos, len_lookback_buffer=0
+    )
+    logger = MetricsLogger()
+    InvalidActionCallback().on_sample_end(metrics_logger=logger, samples=[episode])
+    assert logger.peek("invalid_actions") == 2
+
+
+def test_config_errors_name_field_and_value():
+    with pytest.raises(ConfigError, match=r"iterations must be a positive integer, got 0"):
+        RLlibTrainConfig(iterations=0)
+    with pytest.raises(ConfigError, match=r"num_env_runners must be an integer >= 0, got -1"):
+        RLlibTrainConfig(num_env_runners=-1)
+    with pytest.raises(ConfigError, match=r"minibatch_size must be <= train_batch_size \(128\), got 256"):
+        RLlibTrainConfig(train_batch_size=128, minibatch_size=256)
+    with pytest.raises(ConfigError, match=r"gamma must be a finite number > 0.0 and <= 1.0, got 1.5"):
+        RLlibTrainConfig(gamma=1.5)
+    with pytest.raises(ConfigError, match=r"lr must be .* got nan"):
+        RLlibTrainConfig(lr=float("nan"))
+    with pytest.raises(ConfigError, match=r"num_cpus \(2\) applies to a local Ray only"):
+        RLlibTrainConfig(address="auto", num_cpus=2)
+    with pytest.raises(UnknownNameError, match="workload preset 'mix'"):
+        RLlibTrainConfig(workload="mix")
+    with pytest.raises(ConfigError, match="'lr_rate'"):
+        RLlibTrainConfig.from_dict({"lr_rate": 0.1})
+    cfg = RLlibTrainConfig(hidden=[64, 64])
+    assert RLlibTrainConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
+
+
+def test_more_env_runners_than_local_cpus_is_refused(tmp_path):
+    import ray
+
+    if ray.is_initialized():
+        pytest.skip("a Ray session is already running")
+    cfg = RLlibTrainConfig(num_env_runners=3, num_cpus=2, out_dir=str(tmp_path))
+    with pytest.raises(ConfigError, match=r"num_env_runners \(3\) needs one CPU each"):
+        train_rllib(cfg)
+    assert not ray.is_initialized()
+
+
+# ------------------------------------------------------------------------------------------ CLI flags
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["--backend", "rllib", "--timesteps", "100"], "--timesteps"),
+        (["--backend", "rllib", "--n-steps", "64", "--verbose", "1"], "--n-steps, --verbose"),
+        (["--iterations", "2"], "--iterations"),
+        (["--backend", "sb3", "--num-env-runners", "0"], "--num-env-runners"),
+        (["--address", "auto"], "--address"),
+    ],
+)
+def test_flags_of_the_other_backend_are_errors(tmp_path, capsys, argv, flag):
+    assert main(["train", *argv, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert flag in err and "only to --backend" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_rllib_cli_rejects_the_sb3_mix_workload(tmp_path, capsys):
+    assert main(["train", "--backend", "rllib", "--workload", "mix", "--out", str(tmp_path / "o")]) == 2
+    assert "unknown workload preset 'mix'" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------ training
+@pytest.fixture(scope="module")
+def cli_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("rllib") / "run"
+    code = main(
+        [
+            "train", "--backend", "rllib", "--iterations", "2", "--num-env-runners", "1", "--num-cpus", "2",
+            "--n-envs", "2", "--train-batch-size", "256", "--batch-size", "64", "--learning-rate", "3e-4",
+            "--seed", "1", "--workload", "synthetic-small", "--out", str(out), "--no-progress",
+        ]
+    )  # fmt: skip
+    return code, out
+
+
+def test_frenzy_train_rllib_cli_run(cli_run, env):
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.core.rl_module.rl_module import RLModule
+
+    code, out = cli_run
+    assert code == 0
+    cfg = RLlibTrainConfig.from_dict(json.loads((out / "config.json").read_text()))
+    assert (cfg.iterations, cfg.num_env_runners, cfg.num_envs_per_env_runner) == (2, 1, 2)
+    assert (cfg.train_batch_size, cfg.minibatch_size) == (256, 64)
+    assert cfg.lr == 3e-4 and cfg.seed == 1
+    log = json.loads((out / "train_log.json").read_text())
+    assert [row["iteration"] for row in log["iterations"]] == [1, 2]
+    assert all(row["env_steps_sampled"] >= 256 for row in log["iterations"])
+    assert log["env_steps"] >= 512
+    assert log["invalid_actions"] == 0  # every sampled action was legal
+    assert all(row["invalid_actions"] == 0 for row in log["iterations"])
+    assert (out / "checkpoint" / "rllib_checkpoint.json").is_file()
+    assert log["checkpoint"] == str((out / "checkpoint").resolve())
+    # the trained module restores from the checkpoint (the lazily built class pickles by reference)
+    module = RLModule.from_checkpoint(out / "checkpoint" / "learner_group" / "learner" / "rl_module" / "default_policy")
+    obs, _ = env.reset(seed=7)
+    with torch.no_grad():
+        logits = module.forward_inference(_batch(obs, 1))[Columns.ACTION_DIST_INPUTS]
+    assert obs[MASK_KEY][int(logits.argmax())] == 1
+
+
+def test_train_rllib_in_process_sampling_finishes_episodes(tmp_path):
+    import ray
+
+    cfg = RLlibTrainConfig(
+        iterations=1, num_env_runners=0, num_envs_per_env_runner=1, train_batch_size=256, minibatch_size=64,
+        num_epochs=1, max_episode_steps=40, num_cpus=1, out_dir=str(tmp_path / "r0"), progress=False,
+    )  # fmt: skip
+    was_running = ray.is_initialized()
+    out = train_rllib(cfg)
+    assert ray.is_initialized() == was_running  # it shuts down only a Ray it started
+    (row,) = json.loads((out / "train_log.json").read_text())["iterations"]
+    assert row["episodes"] >= 5 and row["episode_len_mean"] <= 40
+    assert row["episode_return_mean"] is not None and row["episode_return_mean"] <= 0
+    assert row["invalid_actions"] == 0
+    assert ENV_NAME == "frenzy-rllib-v0"
