@@ -17,6 +17,14 @@ from frenzy_env.errors import ConfigError, check_keys
 from frenzy_env.simulator import QUEUED, RUNNING, ClusterSimulator, SimConfig
 from frenzy_env.workload import Workload, make_generator
 
+try:  # the clip ufunc itself: ndarray.clip adds a Python wrapper around it (same results)
+    from numpy._core.umath import clip as _clip
+except ImportError:  # pragma: no cover  (numpy < 2, or a numpy that moved it)
+    try:
+        from numpy.core.umath import clip as _clip
+    except ImportError:
+        _clip = np.clip
+
 _SIM_KEYS = tuple(SimConfig.__dataclass_fields__)
 _LOG_T = 16.0  # log1p(seconds) scale: log1p(1e7 s) ~ 16
 QUEUE_FEATURES = ("present", "wait", "best_time", "params", "batch", "seq_len", "requested_gpus")
@@ -147,25 +155,62 @@ class FrenzyEnv(gym.Env):
         )
         self.queue_shape = (q, len(QUEUE_FEATURES) + p)  # the flat "queue" entry reshapes to this
         self.running_shape = (r, len(RUNNING_FEATURES) + p)
-        self._obs = {k: np.zeros(s.shape, dtype=s.dtype) for k, s in self.observation_space.spaces.items()}
-        self._obs["queue"] = np.zeros(self.queue_shape, dtype=np.float32)
-        self._obs["running"] = np.zeros(self.running_shape, dtype=np.float32)
-        self._mask = np.zeros(self.action_space.n, dtype=bool)
+        # the observation's buffers: the float32 entries one after the other in ``_fbuf``, the mask in
+        # ``_mask8``; step() returns copies (one of each buffer, the float entries as parts of the copy)
+        spaces_ = self.observation_space.spaces
+        float_keys = [k for k in spaces_ if k != "action_mask"]
+        ends = np.cumsum([spaces_[k].shape[0] for k in float_keys]).tolist()
+        self._float_parts = [(k, slice(e - spaces_[k].shape[0], e)) for k, e in zip(float_keys, ends)]
+        parts = dict(self._float_parts)
+        self._out_parts = [(k, parts.get(k)) for k in spaces_]  # (key, part of _fbuf or None: the mask)
+        self._fbuf = np.zeros(ends[-1], dtype=np.float32)
+        self._mask8 = np.zeros(self.action_space.n, dtype=np.int8)
+        self._rbuf = np.zeros((self.running_slots, 1 + p))  # (R, 1 + P) float64 scratch of the running rows
+        self._bind_views()
         self._visible_queue = np.zeros(0, dtype=np.int64)
         self._visible_running = np.zeros(0, dtype=np.int64)
         # per-type and per-plan constants of the observation
         cap_t = self.cluster.type_capacity
-        self._cap_t = cap_t
         self._gpu_share = cap_t / cap_t.sum()  # (T,)
         self._plan_feats = np.stack(  # (P, 2): the num_gpus and gpu_type features of a running job's plan
             [np.log2(self.sim.plan_count + 1) / 8.0, self.sim.plan_type / max(1, self.sim.num_types - 1)], axis=1
         )
-        self._rbuf = np.zeros((self.running_slots, 1 + p))  # (R, 1 + P) float64 scratch of the running rows
+        self._plan_feats_l = self._plan_feats.tolist()
         self._arange = np.arange(max(q, r))
+        self._obs["gpus"][t:] = self._gpu_share  # the free fraction of each type, then these
+        # float32 free / capacity of each type and node for every free count: tables and each one's offset
+        self._type_frac, self._type_base = _fraction_table(cap_t)
+        self._node_frac, self._node_base = _fraction_table(self.cluster.node_capacity)
         self._invalidate_views()
         self._steps = 0
         self._invalid = 0
         self._needs_reset = True
+
+    # views of _fbuf, _mask8 and _rbuf: copies and pickles would make them separate arrays
+    _VIEWS = ("_obs_flat", "_obs", "_mask", "_mask_rows", "_gpus_free", "_rrows", "_row_scratch")
+
+    def _bind_views(self) -> None:
+        """(Re)create the views of the observation buffers ``_fbuf`` and ``_mask8`` (and of the scratch
+        ``_rbuf``) that the fill methods write through."""
+        q, r, p = self.queue_slots, self.running_slots, self.num_plans
+        flat = self._obs_flat = {k: self._fbuf[part] for k, part in self._float_parts}  # flat entries
+        flat["action_mask"] = self._mask8
+        self._obs = dict(flat)  # the same buffers, queue and running as 2-D views
+        self._obs["queue"] = flat["queue"].reshape(self.queue_shape)
+        self._obs["running"] = flat["running"].reshape(self.running_shape)
+        self._mask = flat["action_mask"].view(bool)  # (A,) the legal actions, in the observation's buffer
+        self._mask_rows = self._mask[1:].reshape(q + r, p)  # (Q + R, P) view: start rows, then resize rows
+        self._gpus_free = flat["gpus"][: self.sim.num_types]  # (T,) free fraction of each GPU type
+        self._rrows = list(self._obs["running"])  # (R,) views of the rows of the running block
+        self._row_scratch = (self._rbuf[-1], self._rbuf[-1, 1:])  # a (1 + P,) scratch row and its (P,) tail
+
+    def __getstate__(self) -> dict:
+        # copies and pickles would turn the views into separate arrays: leave them out, rebuild them
+        return {k: v for k, v in self.__dict__.items() if k not in self._VIEWS}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._bind_views()
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
@@ -194,7 +239,7 @@ class FrenzyEnv(gym.Env):
         if self._needs_reset:
             raise RuntimeError("call reset() before step()")
         sim = self.sim
-        a = _action_index(action)
+        a = action if type(action) is int else _action_index(action)
         q, p = self.queue_slots, self.num_plans
         legal = 0 <= a < self._mask.size and bool(self._mask[a])
         jct_reward = 0.0
@@ -301,9 +346,12 @@ class FrenzyEnv(gym.Env):
         self._qtable_requeued = 0  # how many of sim.requeued the table has absorbed
         self._qblock_key: Any = None  # queue block filled for (table, queue_version)
         self._qtime: float | None = None  # time the wait column was computed at
-        self._rstatic: tuple | None = None  # running block: (key, sim, what is fixed for the visible attempts)
+        self._qsubmit = np.zeros(0)  # submit times of the jobs in the queue block
+        self._rsim: ClusterSimulator | None = None  # the simulator the running block was filled from
+        self._rattempts: list[int] = []  # the attempts (sim.run_version) of the jobs in the running block
+        self._rversion = -1  # sim.running_version when they were read
+        self._rstatic: tuple | None = None  # what is fixed for those attempts (None: not gathered yet)
         self._rtime: float | None = None  # time the running block was filled at
-        self._rprev: tuple = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))  # its jobs, attempts
         self._free_key: Any = None  # gpus / nodes filled for this state version
         self._nq_shown = self.queue_slots  # rows of the blocks that may hold stale values
         self._nr_shown = self.running_slots
@@ -322,18 +370,11 @@ class FrenzyEnv(gym.Env):
             self._running_key = (sim, sim.running_version)
 
     def _compute_mask(self) -> None:
+        """The mask of the actions legal now, written into ``_mask``."""
         sim = self.sim
-        q, p = self.queue_slots, self.num_plans
         self._update_visible()
-        mask = self._mask
-        mask[:] = False
-        mask[0] = sim.has_pending_events()
-        nq, nr = len(self._visible_queue), len(self._visible_running)
-        if nq:
-            mask[1 : 1 + nq * p] = sim.start_mask(self._visible_queue).ravel()
-        if nr:
-            lo = 1 + q * p
-            mask[lo : lo + nr * p] = sim.resize_mask(self._visible_running).ravel()
+        self._mask[0] = sim.has_pending_events()
+        sim.legal_masks(self._visible_queue, self._visible_running, self.queue_slots, self._mask_rows)
 
     def _plan_times(self, jobs: np.ndarray, remaining: np.ndarray) -> np.ndarray:
         """(len(jobs), P): log-scaled predicted seconds to finish on each available plan (0 if none)."""
@@ -391,47 +432,51 @@ class FrenzyEnv(gym.Env):
             self._nq_shown = nq
             self._qblock_key = self._queue_key
             self._qtime = None
+            self._qsubmit = sim.submit[qv]  # (nq,) submit times of the visible queue
         if nq and self._qtime != sim.now:
             wait = block[:nq, 1]
-            wait[:] = np.log1p(np.maximum(0.0, sim.now - sim.submit[qv])) / _LOG_T
-            wait.clip(0.0, 2.0, out=wait)
+            wait[:] = np.log1p(np.maximum(0.0, sim.now - self._qsubmit)) / _LOG_T
+            _clip(wait, 0.0, 2.0, out=wait)
             self._qtime = sim.now
 
     def _fill_running(self) -> None:
         """Rows of the visible running jobs.
 
-        What is fixed while a job keeps its attempt (plan, restarts, speed) is gathered once per visible set;
-        the time-dependent columns are recomputed when time moves. When the set changes at the same instant
-        (a start or a resize), the rows of jobs that kept their attempt still hold and only new rows are
-        computed.
+        What is fixed while a job keeps its attempt (plan, restarts, speed) is gathered once per visible set
+        (``_rstatic``); the time-dependent columns are recomputed when time moves. When the set changes at
+        the same instant (a start or a resize), the rows of jobs that kept their attempt still hold and only
+        new rows are computed. The simulator's attempt ids (``run_version``) are unique per attempt, so the
+        list of them (``_rattempts``) identifies the jobs and attempts the block shows.
         """
         sim = self.sim
         now = sim.now
         rv = self._visible_running
         nr = len(rv)
+        same_set = self._rsim is sim and self._rversion == sim.running_version  # no start or stop since
+        attempts = self._rattempts if same_set else sim.run_version[rv].tolist()  # the visible jobs' attempts
+        self._rversion = sim.running_version
+        if self._rsim is sim:
+            if same_set or attempts == self._rattempts:
+                if self._rtime != now and nr:
+                    if self._rstatic is None:
+                        self._rstatic = self._running_static(rv)
+                    self._running_times(self._rstatic, now)
+                return
+            if self._rtime == now and nr and self._reuse_rows(rv, attempts):
+                self._rstatic = None  # rows hold for now; the static part is gathered when time moves
+                return
         block = self._obs["running"]
-        attempts = sim.run_version[rv]
-        key = (rv.tobytes(), attempts.tobytes())  # the visible jobs and their attempts
-        cached = self._rstatic
-        if cached is not None and cached[0] == key and cached[1] is sim:
-            if self._rtime != now and nr:
-                if cached[2] is None:
-                    cached = self._rstatic = (key, sim, self._running_static(rv))
-                self._running_times(cached[2], now)
-            return
-        if cached is not None and cached[1] is sim and self._rtime == now and nr and self._reuse_rows(rv, attempts):
-            self._rstatic = (key, sim, None)  # rows hold for now; the static part is gathered when time moves
-            return
         if self._nr_shown > nr:
             block[nr : self._nr_shown] = 0.0
         self._nr_shown = nr
-        self._rprev = (rv, attempts)
+        self._rsim = sim
+        self._rattempts = attempts
         self._rtime = now
         if not nr:
-            self._rstatic = (key, sim, ())
+            self._rstatic = ()
             return
-        cached = self._rstatic = (key, sim, self._running_static(rv))
-        self._running_times(cached[2], now)
+        self._rstatic = self._running_static(rv)
+        self._running_times(self._rstatic, now)
 
     def _running_static(self, rv: np.ndarray) -> tuple:
         """Write the fixed columns of the running rows; return what the time-dependent ones need."""
@@ -444,13 +489,14 @@ class FrenzyEnv(gym.Env):
         rows[:, 5] = np.minimum(sim.restart_count[rv] / 10.0, 2.0)
         floats = sim.run_floats[rv].T.copy()  # (4, R) done_base, progress_from, rate, first start
         estimate = sim.work_estimate[rv]
-        return (cur + 1, *floats, estimate, np.maximum(estimate, 1e-9), sim.avail_iter_time[rv])
+        cur_cells = cur + 1 + self._arange[:nr] * (1 + self.num_plans)  # cells of the current plans in _rbuf
+        return (cur_cells, *floats, estimate, np.maximum(estimate, 1e-9), sim.avail_iter_time[rv])
 
     def _running_times(self, static: tuple, now: float) -> None:
         """The time-dependent columns of the running rows (elapsed, time left, progress)."""
         self._rtime = now
-        cur1, done_base, progress_from, rate, started, estimate, estimate_pos, iter_time = static
-        nr = len(cur1)
+        cur_cells, done_base, progress_from, rate, started, estimate, estimate_pos, iter_time = static
+        nr = len(cur_cells)
         progress = done_base + np.maximum(0.0, now - progress_from) * rate
         rem = np.maximum(0.0, estimate - progress)  # (R,) iterations left (estimate)
         # one log scale for [elapsed | predicted seconds left on each plan] (0 where a plan is not available)
@@ -463,32 +509,48 @@ class FrenzyEnv(gym.Env):
         scaled /= _LOG_T
         rows = self._obs["running"][:nr]
         rows[:, 1] = scaled[:, 0]
-        rows[:, 2] = scaled[self._arange[:nr], cur1]  # the current plan is always available
+        rows[:, 2] = scaled.take(cur_cells)  # the current plan is always available
         rows[:, 6] = 1.0 - rem / estimate_pos
         rows[:, len(RUNNING_FEATURES) :] = times
-        rows.clip(0.0, 2.0, out=rows)
+        _clip(rows, 0.0, 2.0, out=rows)
 
-    def _reuse_rows(self, rv: np.ndarray, attempts: np.ndarray) -> bool:
+    def _reuse_rows(self, rv: np.ndarray, attempts: list[int]) -> bool:
         """Same instant, new visible set: move the rows of unchanged attempts, compute at most two new rows.
 
         Returns False (nothing changed) when more rows are new; the caller then recomputes them all.
         """
-        old_rv, old_attempts = self._rprev
-        where = {pair: i for i, pair in enumerate(zip(old_rv.tolist(), old_attempts.tolist()))}
-        src = [where.get(pair, -1) for pair in zip(rv.tolist(), attempts.tolist())]
-        fresh = [k for k, s in enumerate(src) if s < 0]
-        if len(fresh) > 2:
-            return False
-        nr = len(rv)
+        old = self._rattempts
+        n_old, nr = len(old), len(attempts)
         block = self._obs["running"]
-        if len(old_rv):
-            block[:nr] = block[: len(old_rv)][src]  # rows of new jobs get a placeholder, overwritten below
+        k = 0  # the first row that changed
+        m = min(n_old, nr)
+        while k < m and old[k] == attempts[k]:
+            k += 1
+        if k < n_old and attempts[k : n_old - 1] == old[k + 1 :]:
+            # the usual change: row k left (stopped or restarted), rows after it move up, new rows at the end
+            if len(attempts) - n_old + 1 > 2:
+                return False
+            if k < n_old - 1:
+                block[k : n_old - 1] = block[k + 1 : n_old]
+            fresh = range(n_old - 1, nr)
+        elif k == n_old:  # rows appended
+            if nr - n_old > 2:
+                return False
+            fresh = range(n_old, nr)
+        else:
+            where = {a: i for i, a in enumerate(old)}
+            src = [where.get(a, -1) for a in attempts]
+            fresh = [i for i, j in enumerate(src) if j < 0]
+            if len(fresh) > 2:
+                return False
+            if n_old:
+                block[:nr] = block[:n_old][src]  # rows of new jobs get a placeholder, overwritten below
         if self._nr_shown > nr:
             block[nr : self._nr_shown] = 0.0
         self._nr_shown = nr
-        self._rprev = (rv, attempts)
-        for k in fresh:
-            self._running_row(k, int(rv[k]))
+        self._rattempts = attempts
+        for i in fresh:
+            self._running_row(i, int(rv[i]))
         return True
 
     def _running_row(self, k: int, job: int) -> None:
@@ -496,53 +558,61 @@ class FrenzyEnv(gym.Env):
         one job (the same operations element by element, so the same numbers)."""
         sim = self.sim
         now = sim.now
-        plan = int(sim.run_plan[job])
-        done_base, progress_from, rate, started = sim.run_floats[job].tolist()
+        run, record = sim.running[job], sim.records[job]  # (the values of run_plan, run_floats, restart_count)
+        plan, started = run.plan, record.start_time
         estimate = float(sim.work_estimate[job])
-        progress = done_base + max(0.0, now - progress_from) * rate
+        progress = run.done_base + max(0.0, now - run.progress_from) * run.rate
         rem = max(0.0, estimate - progress)
-        scaled = self._rbuf[-1]  # (1 + P,) scratch; the block's rows are computed already
-        times = scaled[1:]
+        scaled, times = self._row_scratch  # (1 + P,) and its (P,) tail; the block's rows are computed already
         np.multiply(sim.avail_iter_time[job], rem, out=times)
         np.minimum(times, 1e12, out=times)
         scaled[0] = max(0.0, now - started)
         np.log1p(scaled, out=scaled)
         scaled /= _LOG_T
-        row = self._obs["running"][k]
-        row[0] = 1.0
-        row[1] = scaled[0]
-        row[2] = scaled[plan + 1]
-        row[3:5] = self._plan_feats[plan]
-        row[5] = min(int(sim.restart_count[job]) / 10.0, 2.0)
-        row[6] = 1.0 - rem / max(estimate, 1e-9)
+        row = self._rrows[k]
+        feats = self._plan_feats_l[plan]
+        # the clip to [0, 2] of the other path, where it can change something: every value is >= 0, the
+        # times are at most log1p(1e12) / 16 < 2, the plan features and the progress at most 1
+        row[: len(RUNNING_FEATURES)] = [
+            1.0,
+            min(float(scaled[0]), 2.0),
+            scaled[plan + 1],
+            feats[0],
+            feats[1],
+            min(record.restarts / 10.0, 2.0),
+            1.0 - rem / max(estimate, 1e-9),
+        ]
         row[len(RUNNING_FEATURES) :] = times
-        row.clip(0.0, 2.0, out=row)
 
     def _observe(self) -> dict[str, np.ndarray]:
         sim = self.sim
         obs = self._obs
         self._fill_queue()
         self._fill_running()
-        t = sim.num_types
         state = sim.state
         if self._free_key != (sim, state.version):
-            obs["gpus"][:t] = state.free_t / self._cap_t
-            obs["gpus"][t:] = self._gpu_share
-            obs["nodes"][:] = state.free / self.cluster.node_capacity
+            # free / capacity, looked up (the capacity shares after the free fractions never change)
+            self._type_frac.take(self._type_base + state.free_t, out=self._gpus_free, mode="clip")
+            self._node_frac.take(self._node_base + state.free, out=obs["nodes"], mode="clip")
             self._free_key = (sim, state.version)
-        now = sim.now
         g = obs["globals"]
         nq, nrun = len(sim.queue), len(sim.running)
-        g[0] = math.log1p(nq) / 10.0
-        g[1] = min(nrun / self.running_slots, 2.0)
-        g[2] = math.log1p(max(0, nq - self.queue_slots)) / 10.0
-        g[3] = sim._next_arrival / sim.num_jobs
-        nxt = sim.submit[sim._next_arrival] - now if sim._next_arrival < sim.num_jobs else 0.0
-        g[4] = math.log1p(max(0.0, nxt)) / _LOG_T
-        g[5] = sim.busy_gpus / self.cluster.num_gpus
-        g.clip(0.0, 2.0, out=g)
-        obs["action_mask"][:] = self._mask
-        return {k: v.ravel().copy() for k, v in obs.items()}
+        nxt = float(sim.submit[sim._next_arrival]) - sim.now if sim._next_arrival < sim.num_jobs else 0.0
+        values = [
+            math.log1p(nq) / 10.0,
+            min(nrun / self.running_slots, 2.0),
+            math.log1p(max(0, nq - self.queue_slots)) / 10.0,
+            sim._next_arrival / sim.num_jobs,
+            math.log1p(max(0.0, nxt)) / _LOG_T,
+            sim.busy_gpus / self.cluster.num_gpus,
+        ]
+        g[:] = values
+        if max(values) > 2.0:  # (all are >= 0; within [0, 2] the clip changes nothing)
+            _clip(g, 0.0, 2.0, out=g)
+        # fresh arrays: one copy of each buffer, the float entries as parts of theirs (nothing of the
+        # environment's, nor of an earlier observation); the mask is already in its buffer (self._mask)
+        floats, mask = self._fbuf.copy(), self._mask8.copy()
+        return {k: mask if part is None else floats[part] for k, part in self._out_parts}
 
     @property
     def _static_features(self) -> np.ndarray:
@@ -575,7 +645,7 @@ class FrenzyEnv(gym.Env):
         sim = self.sim
         return {
             "time": sim.now,
-            "action_mask": self._mask.astype(np.int8),
+            "action_mask": self._mask8.copy(),  # int8, the bool mask's buffer
             "reward_components": components,
             "invalid_actions": self._invalid,
             "queue_length": len(sim.queue),
@@ -584,6 +654,16 @@ class FrenzyEnv(gym.Env):
             "rejected": sim.rejected,
             "ooms": sim.oom_failures,
         }
+
+
+def _fraction_table(capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """float32 ``f / capacity[i]`` for f in 0..capacity[i], every i one after the other, and (len,) the
+    position of each i's ``f = 0``: ``table[base + free]`` is ``free / capacity`` as float32."""
+    capacity = np.asarray(capacity, dtype=np.int64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        table = np.concatenate([np.arange(c + 1, dtype=np.int64) / c for c in capacity.tolist()] or [np.zeros(0)])
+    base = np.concatenate([[0], np.cumsum(capacity + 1)[:-1]]).astype(np.int64)
+    return table.astype(np.float32), base
 
 
 def _action_index(action: Any) -> int:

@@ -26,10 +26,15 @@ Every state array is numpy; per-step work is O(queue window x plan slots) with n
 
 Performance (see ``frenzy benchmark``): the job x plan matrices are computed once per distinct (model, batch,
 sequence); the cluster state keeps the GPUs placeable per (type, tensor-parallel level) up to date in
-O(nodes touched); masks are table look-ups; per-job mirrors of the running book-keeping (``run_plan``,
-``run_version``, ``run_floats``, ``restart_count``, ``avail``, ``avail_iter_time``) and change counters
-(``queue_version``, ``running_version``, ``requeued``) let views (the environment's observation) update
-only what changed. They are maintained by the simulator; callers read them, never write them.
+O(nodes touched), with Python-list mirrors (``free_l``) for the placer's scalar reads; masks are table
+look-ups: each running attempt has a slot whose rows (cells, GPUs needed, the gains of the nodes it holds
+whole, the nodes it shares) are written once at its launch, so the masks of a set of jobs gather them and
+compare once (:meth:`ClusterSimulator.legal_masks` computes the start and resize masks of the environment
+in one pass); a resize is one fused stop-and-launch. Per-job mirrors of the running book-keeping
+(``run_plan``, ``run_version``, ``run_floats``, ``restart_count``, ``avail``, ``avail_iter_time``) and
+change counters (``queue_version``, ``running_version``, ``requeued``) let views (the environment's
+observation) update only what changed. The simulator maintains them, and the static tables (``pred_ok``,
+``true_ok``, ``layout_tp``, ``iter_time``, ``work``, ...); callers read them, never write them.
 """
 
 from __future__ import annotations
@@ -137,13 +142,43 @@ class _Running:
 
     plan: int
     tp: int
-    counts: np.ndarray  # (num_nodes,) GPUs held per node
+    nodes: list[int]  # nodes it holds GPUs on (ascending)
+    want: list[int]  # GPUs it holds on each of them
+    num_nodes: int  # nodes in the cluster (the length of ``counts``)
     held_since: float  # start of this allocation (GPU-seconds accounting)
     progress_from: float  # time the first iteration of this attempt starts
     done_base: float  # iterations done before progress_from
     rate: float  # iterations per second on this placement
     will_oom: bool
     version: int = 0
+    _counts: np.ndarray | None = None
+
+    @property
+    def counts(self) -> np.ndarray:
+        """(num_nodes,) GPUs held per node (built on first use, then kept)."""
+        if self._counts is None:
+            self._counts = np.zeros(self.num_nodes, dtype=np.int64)
+            self._counts[self.nodes] = self.want
+        return self._counts
+
+
+@dataclass
+class _MaskCache:
+    """What :meth:`ClusterSimulator.legal_masks` keeps between calls for an (rows, P) output whose first
+    ``q_rows`` rows are start rows: ``plans`` (4, rows, P) laid out as ``_slot_plans`` (see
+    :meth:`ClusterSimulator._slot_row`; start rows hold the cells and the GPUs needed, a count no capacity
+    reaches on rows without a job, and no gain); the keys of the queue and running jobs it holds, their
+    numbers; the running jobs' progress_from and what :meth:`ClusterSimulator._shared_gain` needs of them."""
+
+    q_rows: int
+    plans: np.ndarray  # (4, rows, P) intp
+    views: tuple = ()  # its 4 planes (not kept by copies: see ClusterSimulator.__getstate__)
+    queue_key: tuple | None = None
+    running_key: tuple | None = None
+    nq: int = 0
+    nr: int = 0
+    progress_from: np.ndarray | None = None  # (nr,)
+    shared: tuple | None = None
 
 
 class _SimState(ClusterState):
@@ -166,58 +201,86 @@ class _SimState(ClusterState):
         levels = np.arange(int(spec.node_capacity.max()) + 1)
         self.units = (levels[:, None] // self._tpl) * self._tpl  # (max node GPUs + 1, L): whole tp groups
         self._unit_delta = self.units[None, :, :] - self.units[:, None, :]  # (C+1, C+1, L): [old, new]
+        self._unit_delta_rows = [list(row) for row in self._unit_delta]  # [old][new] (L,) rows, read-only
+        self.units_l = self.units.T.tolist()  # [level][free]: ``units`` for Python scalar reads
         c = len(levels)
         self.gain_stride = c
         # row held * (C+1) + free: GPUs a job holding ``held`` on a node with ``free`` more would place
         self.gain_table = self._unit_delta[
             levels[None, :], np.minimum(levels[:, None] + levels[None, :], c - 1)
         ].reshape(c * c, -1)  # ((C+1)^2, L)
+        # the same with a last column of zeros ((C+1)^2, L + 1): the "no gain" cell of other GPU types
+        self.gain_table_z = np.concatenate([self.gain_table, np.zeros((c * c, 1), dtype=self.gain_table.dtype)], 1)
+        self._types_l = self._types.tolist()
+        self.free_l = self.free.tolist()  # ``free`` as a Python list (scalar reads in the placer's hot path)
         self.cap = capacity_by_tp(self.free, self._types, num_types, self._tpl)  # (T, L)
+        self._cap_rows = list(self.cap)  # (T,) views of its rows (rebuilt by copies, see __setstate__)
         self.free_t = np.bincount(self._types, weights=self.free, minlength=num_types).astype(np.int64)  # (T,)
-        self._nodes: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # job -> (nodes, counts) held
+        # job -> (nodes, counts on them, global GPU indices taken), Python lists
+        self._nodes: dict[int, tuple[list[int], list[int], list[int]]] = {}
         self.version = 0
 
     def free_by_type(self) -> np.ndarray:
         """(num_types,) free GPUs per type."""
         return self.free_t.copy()
 
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_cap_rows"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._cap_rows = list(self.cap)
+
     def held_nodes(self, job_id: int) -> tuple[np.ndarray, np.ndarray]:
         """(nodes, counts) of the allocation of ``job_id``."""
-        return self._nodes[job_id]
+        nodes, want, _ = self._nodes[job_id]
+        return np.array(nodes, dtype=np.int64), np.array(want, dtype=np.int64)
 
     def allocate(self, job_id: int, counts: np.ndarray) -> np.ndarray:
         counts = np.asarray(counts, dtype=np.int64)
         if counts.shape != self.free.shape:
             raise ValueError(f"counts must have shape {self.free.shape}, got {counts.shape}")
         nodes = np.flatnonzero(counts)  # (k,)
-        return self._take(job_id, nodes, counts[nodes])
+        return np.asarray(self._take(job_id, nodes.tolist(), counts[nodes].tolist()))
 
-    def _take(self, job_id: int, nodes: np.ndarray, want: np.ndarray) -> np.ndarray:
-        """Allocate ``want[i]`` GPUs on ``nodes[i]`` (ascending, non-zero counts)."""
+    def _take(self, job_id: int, nodes: list[int], want: list[int]) -> np.ndarray | range:
+        """Allocate ``want[i]`` GPUs on ``nodes[i]`` (ascending, non-zero counts; Python ints); returns the GPU
+        indices taken (a range when consecutive; ``_held`` keeps them so)."""
         if job_id in self._held:
             raise ValueError(f"job {job_id} already holds GPUs; release them before allocating again")
+        idx = self._book(job_id, nodes, want)
+        free_l = self.free_l
+        self._set_free(nodes, [free_l[n] - k for n, k in zip(nodes, want)])
+        return idx
+
+    def _book(self, job_id: int, nodes: list[int], want: list[int]) -> np.ndarray | range:
+        """:meth:`_take` without updating ``free`` and what follows it (the caller does)."""
         free_gpus = self._free_gpus
-        pairs = list(zip(nodes.tolist(), want.tolist()))
-        for node, k in pairs:
+        for node, k in zip(nodes, want):
             if not 0 <= k <= len(free_gpus[node]):
                 raise ValueError(
                     f"cannot allocate {k} GPUs on node {node} to job {job_id}: {int(self.free[node])} free"
                 )
-        taken: list[int] = []
-        for node, k in pairs:
+        if len(nodes) == 1:
+            node, k = nodes[0], want[0]
             gpus = free_gpus[node]
-            taken += gpus[:k]
+            taken = gpus[:k]
             del gpus[:k]
-        idx = np.array(taken, dtype=np.int64)
-        self.owner[idx] = job_id
-        if len(pairs) == 1:
-            node, k = pairs[0]
-            self._set_one(node, len(free_gpus[node]) + k, len(free_gpus[node]))
         else:
-            old = self.free[nodes]
-            self._update(nodes, old, old - want)
+            taken = []
+            for node, k in zip(nodes, want):
+                gpus = free_gpus[node]
+                taken += gpus[:k]
+                del gpus[:k]
+        first, count = taken[0], len(taken)
+        if taken[-1] - first == count - 1:  # consecutive GPUs (taken is ascending): a slice
+            idx = range(first, first + count)
+            self.owner[first : first + count] = job_id
+        else:
+            idx = np.array(taken, dtype=np.int64)
+            self.owner[idx] = job_id
         self._held[job_id] = idx
-        self._nodes[job_id] = (nodes, want)
+        self._nodes[job_id] = (nodes, want, taken)
         return idx
 
     def release(self, job_id: int) -> np.ndarray:
@@ -226,44 +289,93 @@ class _SimState(ClusterState):
         counts[nodes] = want
         return counts
 
-    def _give(self, job_id: int) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`release` returning the (nodes, counts) freed."""
+    def _give(self, job_id: int) -> tuple[list[int], list[int]]:
+        """:meth:`release` returning the (nodes, counts) freed (Python lists)."""
+        nodes, want = self._unbook(job_id)
+        free_l = self.free_l
+        self._set_free(nodes, [free_l[n] + k for n, k in zip(nodes, want)])
+        return nodes, want
+
+    def _move(self, job_id: int, nodes: list[int], want: list[int]) -> None:
+        """:meth:`_give` then :meth:`_take` (``want[i]`` GPUs on ``nodes[i]``), with one update of ``free``
+        and what follows it when both allocations are of one GPU type."""
+        old_nodes, old_want = self._unbook(job_id)
+        self._book(job_id, nodes, want)
+        free_l, types = self.free_l, self._types_l
+        if types[old_nodes[0]] != types[nodes[0]]:
+            self._set_free(old_nodes, [free_l[n] + k for n, k in zip(old_nodes, old_want)])
+            self._set_free(nodes, [free_l[n] - k for n, k in zip(nodes, want)])
+            return
+        new = {n: free_l[n] + k for n, k in zip(old_nodes, old_want)}
+        for n, k in zip(nodes, want):
+            new[n] = new.get(n, free_l[n]) - k
+        self._set_free(list(new), list(new.values()))
+
+    def _unbook(self, job_id: int) -> tuple[list[int], list[int]]:
+        """:meth:`_give` without updating ``free`` and what follows it (the caller does)."""
         idx = self._held.pop(job_id, None)
         if idx is None:
             raise ValueError(f"job {job_id} holds no GPUs")
-        nodes, want = self._nodes.pop(job_id)
-        self.owner[idx] = -1
-        free_gpus = self._free_gpus
-        gpus_back = idx.tolist()
-        pos = 0
-        pairs = list(zip(nodes.tolist(), want.tolist()))
-        for node, k in pairs:
-            gpus = free_gpus[node]
-            gpus += gpus_back[pos : pos + k]
-            gpus.sort()
-            pos += k
-        if len(pairs) == 1:
-            node, k = pairs[0]
-            self._set_one(node, len(free_gpus[node]) - k, len(free_gpus[node]))
+        nodes, want, gpus_back = self._nodes.pop(job_id)
+        first, count = gpus_back[0], len(gpus_back)
+        if gpus_back[-1] - first == count - 1:  # consecutive GPUs: a slice
+            self.owner[first : first + count] = -1
         else:
-            old = self.free[nodes]
-            self._update(nodes, old, old + want)
+            self.owner[idx] = -1
+        free_gpus = self._free_gpus
+        if len(nodes) == 1:
+            gpus = free_gpus[nodes[0]]
+            gpus += gpus_back
+            gpus.sort()
+        else:
+            pos = 0
+            for node, k in zip(nodes, want):
+                gpus = free_gpus[node]
+                gpus += gpus_back[pos : pos + k]
+                gpus.sort()
+                pos += k
         return nodes, want
 
     def _update(self, nodes: np.ndarray, old: np.ndarray, new: np.ndarray) -> None:
         """Free GPUs of ``nodes`` go from ``old`` to ``new``: update ``free``, ``cap``, ``free_t``."""
         self.free[nodes] = new
+        for node, value in zip(nodes.tolist(), new.tolist()):
+            self.free_l[node] = value
         types = self._types[nodes]
         np.add.at(self.cap, types, self.units[new] - self.units[old])  # (k, L)
         np.add.at(self.free_t, types, new - old)
         self.version += 1
 
-    def _set_one(self, node: int, old: int, new: int) -> None:
-        """:meth:`_update` for one node."""
-        self.free[node] = new
-        t = int(self._types[node])
-        self.cap[t] += self._unit_delta[old, new]
-        self.free_t[t] += new - old
+    def _set_free(self, nodes: list[int], new: list[int]) -> None:
+        """Free GPUs of ``nodes`` become ``new`` (Python lists): update ``free``, ``cap``, ``free_t``."""
+        types = self._types_l
+        t = types[nodes[0]]
+        if len(nodes) == 1:
+            node, value = nodes[0], new[0]
+            old = self.free_l[node]
+            self.free[node] = value
+            self.free_l[node] = value
+            self._cap_rows[t] += self._unit_delta_rows[old][value]
+            self.free_t[t] += value - old
+            self.version += 1
+            return
+        if any(types[n] != t for n in nodes):  # several GPU types (ClusterState.allocate of any counts)
+            nodes_a = np.array(nodes, dtype=np.int64)
+            self._update(nodes_a, self.free[nodes_a], np.array(new, dtype=np.int64))
+            return
+        free, free_l, deltas = self.free, self.free_l, self._unit_delta_rows
+        changes: dict[tuple[int, int], int] = {}  # (old, new) free counts -> nodes (whole nodes: one pair)
+        for node, value in zip(nodes, new):
+            change = (free_l[node], value)
+            changes[change] = changes.get(change, 0) + 1
+            free[node] = value
+            free_l[node] = value
+        row = self._cap_rows[t]
+        total = 0
+        for (old, value), n in changes.items():
+            row += deltas[old][value] if n == 1 else deltas[old][value] * n
+            total += (value - old) * n
+        self.free_t[t] += total
         self.version += 1
 
     def check(self) -> None:
@@ -273,6 +385,7 @@ class _SimState(ClusterState):
         for node, gpus in enumerate(self._free_gpus):
             lo, hi = offsets[node], offsets[node + 1]
             assert gpus == (lo + np.flatnonzero(self.owner[lo:hi] < 0)).tolist(), f"free list of node {node}"
+        assert self.free_l == self.free.tolist(), "free list mirror drifted"
         cap = capacity_by_tp(self.free, self._types, len(spec.gpu_types), self._tpl)
         assert (self.cap == cap).all(), "placeable capacity drifted"
         assert (self.free_t == np.bincount(self._types, weights=self.free, minlength=len(cap))).all()
@@ -328,6 +441,16 @@ class ClusterSimulator:
         # GPUs placeable in tp-groups on an empty cluster: plans beyond it can never run
         self._empty_cap = self._capacity(spec.node_capacity[None, :])[0]  # (T, L)
         self._type_nodes = [np.flatnonzero(spec.node_type_index == t) for t in range(self.num_types)]
+        self._type_nodes_l = [nodes.tolist() for nodes in self._type_nodes]
+        # the GPUs of every node of a type when they all have as many (0 if not), see _placement
+        sizes = [set(spec.node_capacity[nodes].tolist()) for nodes in self._type_nodes]
+        self._type_node_size_l = [next(iter(s)) if len(s) == 1 else 0 for s in sizes]
+        self._num_nodes = spec.num_nodes
+        # index of each type's nodes into (N,) arrays: a slice (a view, no gather) when they are contiguous
+        self._type_sel = [
+            slice(int(nodes[0]), int(nodes[-1]) + 1) if len(nodes) and (np.diff(nodes) == 1).all() else nodes
+            for nodes in self._type_nodes
+        ]
         self._plan_need = self.plan_count[:, None]  # (P, 1)
 
     def _capacity(self, free: np.ndarray) -> np.ndarray:
@@ -377,6 +500,11 @@ class ClusterSimulator:
         self.iter_time[:] = it[key_of_job]
         self.layout_tp_idx = np.log2(self.layout_tp).astype(np.int64)  # (J, P) index into tp_levels
         self._row_key = key_of_job
+        self._row_key_l = key_of_job.tolist()
+        # per distinct configuration (K rows) and plan, as Python lists for scalar reads: layout tp,
+        # seconds per iteration, truly fits
+        self._row_tp_l, self._row_it_l, self._row_true_l = tp.tolist(), it.tolist(), true.tolist()
+        self._row_tpi_l = np.log2(tp).astype(np.int64).tolist()  # the tp level's index in tp_levels
         self._row_reason = [r[4] for r in rows]
         self._spread_iter_time: dict[tuple[int, int, int], float] = {}  # (row, plan, nodes) -> s/iteration
         # per distinct configuration (K rows), flat indices for the masks: plan p with its layout's tp level
@@ -388,17 +516,21 @@ class ClusterSimulator:
         self._job_pl = row_pl.astype(np.int32)[key_of_job]  # (J, P) cell of each plan in a (P, L) table
         self._job_tl = row_tl.astype(np.int32)[key_of_job]  # (J, P) cell of each plan in a (T, L) table
         self._fits_somewhere = self.pred_ok.any(axis=1).tolist()  # (J,) arrival-time rejection test
-        self._num_tl = self.num_types * levels
-        self._type_onehot_plan = (self.plan_type[:, None] == np.arange(self.num_types)).astype(np.int64)  # (P, T)
         self._plan_type_l = self.plan_type.tolist()  # Python ints for scalar look-ups in the hot path
         self._plan_count_l = self.plan_count.tolist()
         self._max_node_gpus_l = self.max_node_gpus.tolist()
+        # nodes a plan spans when consolidated (iter_time assumes that placement)
+        self._plan_span_l = [
+            max(1, -(-c // self._max_node_gpus_l[t])) for c, t in zip(self._plan_count_l, self._plan_type_l)
+        ]
         self._best_fit = self.config.placement == "best_fit"
-        self._row_range = np.zeros(0, dtype=np.int64)
-        self._row_cells = np.zeros((0, 1), dtype=np.int32)
+        self._plan_of_type = self.plan_type[None, :] == np.arange(self.num_types)[:, None]  # (T, P)
+        self._resize_rows: dict[tuple[int, int], np.ndarray] = {}  # (row key, plan) -> (3P,) see _resize_row
+        self._slot_heads: dict[tuple, np.ndarray] = {}  # (row key, plan, GPUs of whole nodes) -> see _slot_row
         self._max_span = max(  # most nodes one job can span (one GPU per node at worst)
             min(len(nodes), int(self.plan_counts_levels[-1])) for nodes in self._type_nodes
         )
+        self._node_cap_l = self.cluster.node_capacity.tolist()
 
     def _plan_row(self, model, batch: int, seq: int) -> tuple:
         """Feasibility, layout and speed of one (model, batch, seq) on every plan slot."""
@@ -464,6 +596,15 @@ class ClusterSimulator:
             )
         return pred_ok, true_ok, best_tp, best_it, reason
 
+    _CACHES = ("_mask_cache", "_resize_cache", "_start_cache")  # derived from the state; they may hold views
+
+    def __getstate__(self) -> dict:
+        # copies and pickles leave the caches out (views of their arrays would become separate arrays)
+        state = dict(self.__dict__)
+        for name in self._CACHES:
+            state[name] = None
+        return state
+
     # ------------------------------------------------------------------ dynamic state
     def reset_state(self) -> None:
         """Back to time 0 with every job in the future."""
@@ -488,12 +629,17 @@ class ClusterSimulator:
         self.util_busy = array("d", [0.0])
         # per-job mirrors of the running book-keeping, for vectorised reads (observations, masks)
         self.run_plan = np.full(n, -1, dtype=np.int64)  # (J,) current plan slot, -1 when not running
-        # GPUs held per node by each running job: a slot of up to M (node, count) pairs, unused (-1, 0)
+        # each running job has a slot (the lowest free first) holding what the masks need of its attempt
         slots = self.cluster.num_gpus  # every running job holds a GPU
         self._slot_of = np.full(n, -1, dtype=np.int64)  # (J,) slot of a running job
-        self._slot_nodes = np.full((slots, self._max_span), -1, dtype=np.int64)  # (S, M)
-        self._slot_cells = np.zeros((slots, self._max_span), dtype=np.int64)  # (S, M) count * gain_stride
-        self._slot_span = np.zeros(slots, dtype=np.int64)  # (S,) nodes used
+        # of the slots used so far (see _slot_row; grown as more jobs run at once): (4, S', P) per plan,
+        # (S', 2M) (node, cell) pairs of shared nodes, (S',) progress_from; the number of pairs (S,)
+        self._slot_plans = np.zeros((4, min(slots, 16), self.num_plans), dtype=np.intp)
+        self._slot_pairs = np.zeros((self._slot_plans.shape[1], 2 * self._max_span), dtype=np.intp)
+        self._slot_pairs[:, 0::2] = -1
+        self._slot_pf = np.zeros(self._slot_plans.shape[1])
+        self._slot_shared_l = [0] * slots
+        self._oom_jobs: set[int] = set()  # jobs with a crashed plan (their avail row differs from pred_ok)
         self._free_slots = list(range(slots - 1, -1, -1))
         self.avail = self.pred_ok.copy()  # (J, P) pred_ok & ~oom_known, kept up to date
         self.avail_iter_time = np.where(self.avail, self.iter_time, 0.0)  # (J, P) 0 where not available
@@ -504,9 +650,14 @@ class ClusterSimulator:
         self.queue_version = 0
         self.running_version = 0
         self.requeued: list[int] = []  # jobs put back in the queue (preempted or out of memory), in order
-        self._ok_version = -1
-        self._ok = np.zeros(0, dtype=bool)
-        self._resize_cache: tuple | None = None
+        self._ok_version = -1  # state.version that _ok was computed for
+        # (P * L + 1,) bool: plan p with tensor-parallel level l fits the free GPUs; the last cell is False
+        self._ok = np.zeros(self.num_plans * len(self.tp_levels) + 1, dtype=bool)
+        self._avail_version = 0  # changes whenever ``avail`` does
+        self._start_cache: tuple | None = None  # (key, (n, P) cells of the jobs' plans in _ok)
+        self._resize_cache: tuple | None = None  # (key, rows of the jobs, see _running_rows)
+        self._mask_cache: _MaskCache | None = None  # what legal_masks keeps
+        self._offsets: dict[int, np.ndarray] = {}  # R -> see _gain_offsets
         self.run_version = np.full(n, -1, dtype=np.int64)  # (J,) attempt id of running jobs, -1 otherwise
         self._arrive_due()
 
@@ -555,74 +706,206 @@ class ClusterSimulator:
         return self.avail[jobs]
 
     def _placeable(self) -> np.ndarray:
-        """(P * L,) bool: plan p with tensor-parallel level l fits the free GPUs now (cached per state)."""
+        """(P * L + 1,) bool: plan p with tensor-parallel level l fits the free GPUs now (cached per state);
+        the last cell, False, stands for plans that are not available."""
         st = self.state
         if self._ok_version != st.version:
-            self._ok = (st.cap[self.plan_type] >= self._plan_need).ravel()  # (P, L) -> flat
+            ok_pl = self._ok[:-1].reshape(self._plan_need.shape[0], -1)  # (P, L) view (not kept: copies and
+            np.greater_equal(st.cap[self.plan_type], self._plan_need, out=ok_pl)  # pickles would break it)
             self._ok_version = st.version
         return self._ok
 
-    def start_mask(self, jobs: np.ndarray) -> np.ndarray:
-        """(len(jobs), P) bool: ``start(job, p)`` would succeed now (jobs must be queued)."""
-        jobs = np.asarray(jobs, dtype=np.int64)
-        placeable = self._placeable()[self._job_pl[jobs]]  # (len, P)
-        placeable &= self.avail[jobs]
-        return placeable
+    def start_mask(self, jobs: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """(len(jobs), P) bool: ``start(job, p)`` would succeed now (jobs must be queued).
 
-    def resize_mask(self, jobs: np.ndarray) -> np.ndarray:
-        """(len(jobs), P) bool: ``resize(job, p)`` would succeed now (jobs must be running)."""
+        ``out`` (len(jobs), P) bool receives the mask if given. The cells of the jobs' plans in the table of
+        :meth:`_placeable` (the last, False one where a plan is not available) are kept for the same jobs.
+        """
+        jobs = np.asarray(jobs, dtype=np.int64)
+        key = (self._avail_version, jobs.tobytes())
+        cached = self._start_cache
+        if cached is None or cached[0] != key:
+            cells = self._job_pl[jobs].astype(np.intp)  # (n, P)
+            cells[~self.avail[jobs]] = len(self._ok) - 1
+            cached = self._start_cache = (key, cells)
+        return self._placeable().take(cached[1], out=out, mode="clip")
+
+    def resize_mask(self, jobs: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """(len(jobs), P) bool: ``resize(job, p)`` would succeed now (jobs must be running).
+
+        ``out`` (len(jobs), P) bool receives the mask if given. A resize of job r to plan p succeeds when
+        plan p's GPU type has ``plan_count[p]`` GPUs placeable in groups of the layout's tensor-parallel
+        level once the job's own GPUs are freed: ``cap`` plus, on the job's own type, what its nodes give
+        back (fixed on nodes it holds whole, looked up in ``gain_table_z`` on nodes it shares); and the job
+        is past its start-up.
+        """
         jobs = np.asarray(jobs, dtype=np.int64)
         r = len(jobs)
+        if out is None:
+            out = np.empty((r, self.num_plans), dtype=bool)
         if r == 0:
-            return np.zeros((0, self.num_plans), dtype=bool)
-        attempts = self.run_version[jobs]  # (R,) changes whenever one of the jobs stops or starts
-        key = (jobs.tobytes(), attempts.tobytes())
+            return out
+        key = (self.running_version, jobs.tobytes())  # no start or stop since: the same attempts
         cached = self._resize_cache
         if cached is None or cached[0] != key:
-            cached = self._resize_cache = (key, *self._resize_static(jobs, attempts))
-        _, progress_from, nodes, cells, onehot, index, avail = cached
-        warming = progress_from > self.now  # (R,) still starting up (or restarting): no resize yet
-        n_warming = np.count_nonzero(warming)  # (count_nonzero: cheaper than .all()/.any() on tiny arrays)
-        if n_warming == r:
-            return np.zeros((r, self.num_plans), dtype=bool)
-        st = self.state
-        gain = st.gain_table[cells + st.free[nodes]]  # GPUs placeable once the job's own are freed
-        if gain.ndim == 3:
-            gain = gain.sum(axis=1)  # (R, W, L) -> (R, L)
-        cap = st.cap + onehot * gain[:, None, :]  # (R, T, L): only the job's own type changes
-        placeable = cap.ravel()[index] >= self.plan_count  # (R, P)
-        placeable &= avail
-        if n_warming:
-            placeable[warming] = False
-        return placeable
+            plans = np.empty((4, r, self.num_plans), dtype=np.intp)
+            cached = self._resize_cache = (key, plans, *self._running_rows(jobs, plans))
+        _, (tl, _, thr, base), progress_from, shared = cached
+        have = self.state.cap.ravel().take(tl)  # (R, P) GPUs placeable for the plan's type and tp level
+        have += base
+        if shared is not None:
+            have += self._shared_gain(*shared)
+        np.greater_equal(have, thr, out=out)
+        ready = progress_from <= self.now  # (R,) past its start-up (a job still starting cannot be resized)
+        out &= ready[:, None]
+        return out
 
-    def _rows(self, r: int) -> np.ndarray:
-        """np.arange(r), and (R, 1) offsets of row blocks of T * L cells, kept for reuse."""
-        if len(self._row_range) < r:
-            self._row_range = np.arange(2 * r)
-            self._row_cells = (self._row_range * self._num_tl).astype(np.int32)[:, None]
-        return self._row_range[:r]
+    def legal_masks(self, queue: np.ndarray, running: np.ndarray, q_rows: int, out: np.ndarray) -> np.ndarray:
+        """Both masks in one (rows, P) bool array ``out``: row i < len(queue) is ``start_mask(queue)[i]``,
+        row q_rows + i (i < len(running)) is ``resize_mask(running)[i]``, every other row is False.
 
-    def _resize_static(self, jobs: np.ndarray, attempts: np.ndarray) -> tuple:
-        """What :meth:`resize_mask` needs of ``jobs`` that is fixed while each keeps its attempt."""
-        if np.count_nonzero(attempts < 0):
-            raise KeyError(int(jobs[int(np.argmin(attempts))]))  # not running
-        r = len(jobs)
-        rows = self._rows(r)  # (R,) 0..R-1
-        plans = self.run_plan[jobs]  # (R,)
-        slots = self._slot_of[jobs]  # (R,)
-        width = max(self._slot_span[slots].tolist())  # most nodes one of the jobs holds
-        if width == 1:
-            nodes = self._slot_nodes[slots, 0]  # (R,)
-            cells = self._slot_cells[slots, 0]  # (R,) count held * gain_stride
+        The same values as :meth:`start_mask` and :meth:`resize_mask`, with one look-up and one comparison
+        for both (see :class:`_MaskCache`) for a caller that needs both after every action (the environment).
+        """
+        rows, p = out.shape
+        c = self._mask_cache
+        if c is None or c.q_rows != q_rows or c.plans.shape[1] != rows:
+            plans = np.zeros((4, rows, p), dtype=np.intp)
+            plans[2] = _NO_FIT
+            c = self._mask_cache = _MaskCache(q_rows, plans, tuple(plans))
+        tl, _, thr, base = c.views
+        nq, nr = len(queue), len(running)
+        key = (self._avail_version, queue.tobytes())
+        if c.queue_key != key:  # start rows: cell and GPUs needed (none reached if not available), no gain
+            c.queue_key = key
+            if nq:
+                tl[:nq] = self._job_tl[queue]
+                thr[:nq] = np.where(self.avail[queue], self.plan_count, _NO_FIT)
+            if c.nq > nq:
+                thr[nq : c.nq] = _NO_FIT
+            c.nq = nq
+        key = (self.running_version, running.tobytes())
+        if c.running_key != key:
+            c.running_key = key
+            end = q_rows + nr
+            if nr:
+                c.progress_from, c.shared = self._running_rows(running, c.plans[:, q_rows:end])
+            if c.nr > nr:
+                thr[end : q_rows + c.nr] = _NO_FIT
+            c.nr = nr
+        have = self.state.cap.ravel().take(tl)  # (rows, P)
+        have += base
+        if nr:
+            if c.shared is not None:
+                have[q_rows : q_rows + nr] += self._shared_gain(*c.shared)
+            np.greater_equal(have, thr, out=out)
+            ready = c.progress_from <= self.now  # (R,) past its start-up
+            out[q_rows : q_rows + nr] &= ready[:, None]
         else:
-            nodes = self._slot_nodes[slots, :width]  # (R, W), unused entries -1 with count 0
-            cells = self._slot_cells[slots, :width]
-        onehot = self._type_onehot_plan[plans][:, :, None]  # (R, T, 1)
-        index = self._job_tl[jobs] + self._row_cells[:r]  # (R, P) cell in (R, T * L)
-        avail = self.avail[jobs]
-        avail[rows, plans] = False  # resizing to the current plan changes nothing
-        return self.run_floats[jobs, 1], nodes, cells, onehot, index, avail
+            np.greater_equal(have, thr, out=out)
+        return out
+
+    def _running_rows(self, jobs: np.ndarray, out: np.ndarray) -> tuple:
+        """Gather the ``_slot_plans`` rows of running ``jobs`` into ``out`` (4, R, P); return their
+        progress_from (R,) and, when some share nodes with other jobs, what :meth:`_shared_gain` needs of
+        those nodes (else None)."""
+        slots = self._slot_of[jobs]  # (R,)
+        slots_l = slots.tolist()
+        if -1 in slots_l:
+            raise KeyError(int(jobs[slots_l.index(-1)]))  # not running
+        self._slot_plans.take(slots, axis=1, out=out)
+        shared = self._slot_shared_l
+        width = max([shared[s] for s in slots_l])  # most nodes one of the jobs shares
+        if width == 0:
+            return self._slot_pf.take(slots), None
+        pairs = self._slot_pairs.take(slots, axis=0)  # (R, 2M)
+        cells = out[1] + self._gain_offsets(len(slots_l))  # the jobs' tp levels as cells of (R, L + 1) gains
+        if width == 1:
+            return self._slot_pf.take(slots), (pairs[:, 0], pairs[:, 1], cells)
+        return self._slot_pf.take(slots), (pairs[:, 0 : 2 * width : 2], pairs[:, 1 : 2 * width : 2], cells)
+
+    def _shared_gain(self, nodes: np.ndarray, cells: np.ndarray, gain_cells: np.ndarray) -> np.ndarray:
+        """(R, P): GPUs placeable on each plan once the jobs' GPUs on the nodes they share are freed (0 for
+        plans of other types), from the (node, GPUs held * gain_stride) pairs and ``gain_cells`` of
+        :meth:`_running_rows`."""
+        st = self.state
+        gain = st.gain_table_z[cells + st.free[nodes]]  # (R, L + 1) or (R, W, L + 1)
+        if gain.ndim == 3:  # the sum over the W nodes
+            total = gain[:, 0] + gain[:, 1]
+            for w in range(2, gain.shape[1]):
+                total += gain[:, w]
+            gain = total
+        return gain.take(gain_cells)
+
+    def _gain_offsets(self, r: int) -> np.ndarray:
+        """(r, 1) intp r * (L + 1): offsets that make tp levels cells of an (R, L + 1) table of gains."""
+        cached = self._offsets.get(r)
+        if cached is None:
+            cached = self._offsets[r] = np.arange(r, dtype=np.intp)[:, None] * (len(self.tp_levels) + 1)
+        return cached
+
+    def _resize_row(self, job: int, plan: int) -> np.ndarray:
+        """(3P,) intp: for an attempt of ``job`` on ``plan``, per plan slot p: [0, P) the cell of (p's GPU type,
+        the layout's tp level) in a flat (T, L) table; [P, 2P) the layout's tp level if p is of the job's own
+        type, else L (a column of zeros in ``gain_table_z``); [2P, 3P) the GPUs p needs if resizing to it is
+        allowed (available, not the current plan), else a count no capacity reaches."""
+        key = (self._row_key_l[job], plan)
+        row = self._resize_rows.get(key)
+        p = self.num_plans
+        if row is None:
+            t = self._plan_type_l[plan]
+            row = np.empty(3 * p, dtype=np.intp)
+            row[:p] = self._job_tl[job]
+            row[p : 2 * p] = np.where(self._plan_of_type[t], self.layout_tp_idx[job], len(self.tp_levels))
+            row[2 * p :] = np.where(self.pred_ok[job], self.plan_count, _NO_FIT)
+            row[2 * p + plan] = _NO_FIT
+            self._resize_rows[key] = row
+        if job in self._oom_jobs:  # some plans crashed: availability is the job's own
+            row = row.copy()
+            row[2 * p :] = np.where(self.avail[job], self.plan_count, _NO_FIT)
+            row[2 * p + plan] = _NO_FIT
+        return row
+
+    def _slot_row(self, slot: int, job: int, plan: int, nodes: list[int], want: list[int]) -> None:
+        """Fill slot ``slot`` for an attempt of ``job`` on ``plan`` holding ``want[i]`` GPUs on ``nodes[i]``:
+        ``_slot_plans[:3, slot]`` :meth:`_resize_row`; ``_slot_plans[3, slot]`` per plan the GPUs placeable at
+        its tp level in the nodes the job holds whole (their free count is 0 while it runs; 0 for plans of
+        other types); ``_slot_pairs[slot]`` the (node, GPUs held * gain_stride) pairs of the nodes it shares,
+        padded with (-1, 0), and ``_slot_shared_l[slot]`` their number."""
+        stride = self.state.gain_stride
+        caps = self._node_cap_l
+        pairs: list[int] = []
+        whole: list[int] = []  # GPUs held on each node held whole
+        for node, k in zip(nodes, want):
+            if k == caps[node]:
+                whole.append(k)
+            else:
+                pairs += (node, k * stride)
+        key = (self._row_key_l[job], plan, *whole)
+        head = None if job in self._oom_jobs else self._slot_heads.get(key)
+        if head is None:
+            p = self.num_plans
+            head = np.empty((4, p), dtype=np.intp)
+            head[:3] = self._resize_row(job, plan).reshape(3, p)
+            gain = np.zeros(len(self.tp_levels) + 1, dtype=np.intp)  # (L + 1,) the last one 0
+            for k in whole:
+                gain += self.state.gain_table_z[k * stride]  # held k, 0 free
+            head[3] = gain.take(head[1])
+            if job not in self._oom_jobs:
+                self._slot_heads[key] = head
+        self._slot_plans[:, slot] = head
+        shared = len(pairs) // 2
+        before = self._slot_shared_l[slot]
+        row = self._slot_pairs[slot]
+        if shared == 1 and before <= 1:
+            row[0] = pairs[0]
+            row[1] = pairs[1]
+        else:
+            if before > shared:
+                pairs += [-1, 0] * (before - shared)
+            if pairs:
+                row[: len(pairs)] = pairs
+        self._slot_shared_l[slot] = shared
 
     def remaining_work(self, job: int, estimate: bool = True) -> float:
         """Iterations left (from the estimate schedulers see, or the truth)."""
@@ -655,7 +938,7 @@ class ClusterSimulator:
             return False
         if not self.avail[job, plan]:  # pred_ok and not oom_known
             return False
-        placed = self._placement(job, plan, self.state.free)
+        placed = self._placement(job, plan, self.state.free_l)
         if placed is None:
             return False
         pos = bisect.bisect_left(self.queue, job)
@@ -671,14 +954,26 @@ class ClusterSimulator:
             return False
         if not self.avail[job, plan]:  # pred_ok and not oom_known
             return False
-        placed = self._placement(job, plan, self.state.free + run.counts)
+        free = self.state.free_l.copy()  # the job's own GPUs count as free
+        for node, k in zip(run.nodes, run.want):
+            free[node] += k
+        placed = self._placement(job, plan, free)
         if placed is None:
             return False
-        done = self._stop(job)
+        # _stop then _launch, the job keeping its slot: the same state, with fewer steps in between
+        now = self.now
+        self.running_version += 1
+        del self.running[job]
+        done = min(float(self.work[job]), run.done_base + max(0.0, now - run.progress_from) * run.rate)
+        self.state._move(job, *placed)
+        held = self._plan_count_l[run.plan]
+        rec = self.records[job]
+        rec.gpu_seconds += held * (now - run.held_since)
+        self.busy_gpus -= held  # (_launch records the utilisation once, at the final count)
         self.restarts += 1
-        self.records[job].restarts += 1
+        rec.restarts += 1
         self.restart_count[job] += 1
-        self._launch(job, plan, placed, done_base=done, extra_delay=self.config.restart_overhead)
+        self._launch(job, plan, placed, done, self.config.restart_overhead, int(self._slot_of[job]))
         return True
 
     def preempt(self, job: int) -> bool:
@@ -715,69 +1010,88 @@ class ClusterSimulator:
     # ------------------------------------------------------------------ internals
     def _place(self, job: int, plan: int, free: np.ndarray) -> np.ndarray | None:
         """(N,) GPUs per node for ``job`` on ``plan`` given ``free``, or None (the configured placer)."""
-        placed = self._placement(job, plan, free)
-        return None if placed is None else placed[0]
+        placed = self._placement(job, plan, np.asarray(free).tolist())
+        if placed is None:
+            return None
+        counts = np.zeros(len(free), dtype=np.int64)
+        counts[placed[0]] = placed[1]
+        return counts
 
-    def _placement(self, job: int, plan: int, free: np.ndarray) -> tuple | None:
-        """(counts (N,), nodes (k,), counts on them (k,)) of the configured placer, or None."""
+    def _placement(self, job: int, plan: int, free: list[int]) -> tuple[list[int], list[int]] | None:
+        """(nodes (ascending), GPUs on each) of the configured placer given ``free`` (a list of N counts),
+        or None."""
         t = self._plan_type_l[plan]
         num = self._plan_count_l[plan]
         if self._best_fit:
             # placement.place(strategy="best_fit") on the type's nodes, without its O(cluster) set-up
-            nodes = self._type_nodes[t]
-            f = free[nodes]
-            i = int(np.argmin(np.where(f >= num, f, _NO_FIT)))
-            if f[i] >= num:  # one node holds the job: the tightest, lowest index on ties
-                node = nodes[i : i + 1]
-                counts = np.zeros(free.shape[0], dtype=np.int64)
-                counts[node] = num
-                return counts, node, np.array([num], dtype=np.int64)
-            units = self.state.units[f, self.layout_tp_idx[job, plan]]  # (K,) GPUs usable in whole tp groups
-            if int(units.sum()) < num:
+            nodes = self._type_nodes_l[t]
+            sel = self._type_sel[t]
+            f = free[sel] if isinstance(sel, slice) else [free[n] for n in nodes]
+            tightest = min(filter(num.__le__, f), default=-1)  # fewest free GPUs that still hold the job
+            if tightest >= 0:  # one node holds the job: the tightest, lowest index on ties
+                return [nodes[f.index(tightest)]], [num]
+            usable = self.state.units_l[self._row_tpi_l[self._row_key_l[job]][plan]]  # free -> whole tp groups
+            size = self._type_node_size_l[t]
+            if size and num % size == 0 and usable[size] == size:
+                # whole nodes of one size, each whole tp groups: what follows picks the first empty ones
+                need, empty = num // size, []
+                for i, v in enumerate(f):
+                    if v == size:
+                        empty.append(i)
+                        if len(empty) == need:
+                            return [nodes[i] for i in empty], [size] * need
+            units = [usable[v] for v in f]  # (K,) GPUs usable on each of the type's nodes
+            if sum(units) < num:
                 return None
             # fewest nodes: largest first (ties to the lowest index), the last chunk on the tightest node
-            order = np.argsort(-units, kind="stable")
-            ranked = units[order]
-            cum = np.cumsum(ranked)
-            k = int(np.searchsorted(cum, num))
-            counts = np.zeros(free.shape[0], dtype=np.int64)
-            counts[nodes[order[:k]]] = ranked[:k]
-            remainder = num - (int(cum[k - 1]) if k > 0 else 0)
-            rest = order[k:]
-            ok = rest[units[rest] >= remainder]
-            counts[nodes[ok[np.lexsort((ok, f[ok]))[0]]]] = remainder
-            held = np.flatnonzero(counts)
-            return counts, held, counts[held]
+            order = sorted(range(len(units)), key=units.__getitem__, reverse=True)  # stable
+            taken: dict[int, int] = {}  # position among the type's nodes -> GPUs taken there
+            placed = k = 0
+            while placed + units[order[k]] < num:  # whole nodes while the job needs more than the next
+                taken[order[k]] = units[order[k]]
+                placed += units[order[k]]
+                k += 1
+            remainder = num - placed
+            taken[min((f[i], i) for i in order[k:] if units[i] >= remainder)[1]] = remainder
+            held = sorted(taken)
+            return [nodes[i] for i in held], [taken[i] for i in held]
         counts = place(
-            free, self.cluster.node_type_index, t, num, int(self.layout_tp[job, plan]),
+            np.array(free, dtype=np.int64), self.cluster.node_type_index, t, num, int(self.layout_tp[job, plan]),
             strategy=self.config.placement,
         )
         if counts is None:
             return None
         nodes = np.flatnonzero(counts)
-        return counts, nodes, counts[nodes]
+        return nodes.tolist(), counts[nodes].tolist()
 
-    def _launch(self, job: int, plan: int, placed: tuple, done_base: float, extra_delay: float) -> None:
+    def _launch(
+        self, job: int, plan: int, placed: tuple, done_base: float, extra_delay: float, slot: int = -1
+    ) -> None:
+        """Start an attempt of ``job`` on ``plan`` at ``placed`` (nodes, GPUs on each); ``slot`` >= 0: a
+        restart, the job already holds these GPUs and keeps its slot."""
         cfg = self.config
-        counts, held, want = placed
-        self.state._take(job, held, want)
-        tp = int(self.layout_tp[job, plan])
+        held, want = placed
+        if slot < 0:
+            self.state._take(job, held, want)
+            slot = self._free_slots.pop()
+            self._slot_of[job] = slot
+            if slot == len(self._slot_pf):  # more jobs run at once than ever: more slot rows
+                grow = min(slot, len(self._slot_shared_l) - slot)
+                self._slot_plans = np.concatenate([self._slot_plans, np.zeros_like(self._slot_plans[:, :grow])], 1)
+                pairs = np.zeros_like(self._slot_pairs[:grow])
+                pairs[:, 0::2] = -1
+                self._slot_pairs = np.concatenate([self._slot_pairs, pairs])
+                self._slot_pf = np.concatenate([self._slot_pf, np.zeros(grow)])
+        row = self._row_key_l[job]
+        tp = self._row_tp_l[row][plan]  # = layout_tp[job, plan]
         num = self._plan_count_l[plan]
         t = self._plan_type_l[plan]
-        spanned = held.size
-        slot = self._free_slots.pop()
-        self._slot_of[job] = slot
-        before = self._slot_span[slot]
-        if before > spanned:  # clear what an earlier, wider job left in this slot
-            self._slot_nodes[slot, spanned:before] = -1
-            self._slot_cells[slot, spanned:before] = 0
-        self._slot_nodes[slot, :spanned] = held
-        self._slot_cells[slot, :spanned] = want * self.state.gain_stride
-        self._slot_span[slot] = spanned
-        if spanned == max(1, -(-num // self._max_node_gpus_l[t])):
-            it = float(self.iter_time[job, plan])
+        spanned = len(held)
+        self._slot_row(slot, job, plan, held, want)
+        if spanned == self._plan_span_l[plan]:
+            it = self._row_it_l[row][plan]  # = iter_time[job, plan] (consolidated)
         else:
-            key = (int(self._row_key[job]), plan, spanned)
+            key = (row, plan, spanned)
             it = self._spread_iter_time.get(key)
             if it is None:
                 j = self.jobs[job]
@@ -786,13 +1100,13 @@ class ClusterSimulator:
                     gpu=self.gpu_types[t], dp=num // tp, tp=tp, nodes_spanned=spanned,
                     utilisation=cfg.utilisation,
                 )
-        will_oom = not self.true_ok[job, plan]
+        will_oom = not self._row_true_l[row][plan]  # = not true_ok[job, plan]
         now = self.now
         progress_from = now + cfg.startup_time + extra_delay
         self._seq += 1
         version = self._seq  # unique per attempt: events of earlier attempts are recognised as stale
         rate = 0.0 if will_oom else 1.0 / it  # an attempt that does not fit in memory makes no progress
-        run = _Running(plan, tp, counts, now, progress_from, done_base, rate, will_oom, version)
+        run = _Running(plan, tp, held, want, self._num_nodes, now, progress_from, done_base, rate, will_oom, version)
         self.running[job] = run
         self.running_version += 1
         self.status[job] = RUNNING
@@ -801,6 +1115,7 @@ class ClusterSimulator:
         floats = self.run_floats
         floats[job, 0] = done_base
         floats[job, 1] = progress_from
+        self._slot_pf[slot] = progress_from
         floats[job, 2] = rate
         rec = self.records[job]
         if math.isnan(rec.start_time):
@@ -842,6 +1157,8 @@ class ClusterSimulator:
         self._stop(job)
         self.oom_known[job, run.plan] = True
         self.avail[job, run.plan] = False
+        self._avail_version += 1
+        self._oom_jobs.add(job)
         self.avail_iter_time[job, run.plan] = 0.0
         self.oom_failures += 1
         self.records[job].oom_failures += 1
