@@ -63,7 +63,8 @@ DEFAULT_POLICIES = ("frenzy", "asrpt", "doubling", "fifo", "sjf", "ppo")
 
 def default_policies() -> list[str]:
     """The papers' baselines, fifo, the sjf oracle and the shipped PPO agent. ``sia`` (about a minute per
-    episode on the default workload) and masked ``random`` run when asked for with ``--policies``."""
+    episode on the default workload), masked ``random`` and ``rllib`` (an RLlib checkpoint, with
+    ``--rllib-checkpoint``) run when asked for with ``--policies``."""
     return list(DEFAULT_POLICIES)
 
 
@@ -75,7 +76,9 @@ def _add_evaluate(sub: Any) -> None:
     )
     p.add_argument(
         "--policies", type=_csv_list, default=None,
-        help=f"comma list of {{frenzy,asrpt,doubling,sia,fifo,sjf,random,ppo}} (default: {','.join(DEFAULT_POLICIES)})",
+        help="comma list of {frenzy,asrpt,doubling,sia,fifo,sjf,random,ppo,rllib} (default: "
+        f"{','.join(DEFAULT_POLICIES)}); ppo takes its model from --model, rllib (a policy trained with "
+        "frenzy train --backend rllib) needs --rllib-checkpoint",
     )
     p.add_argument("--cluster", default="frenzy-testbed", help="cluster preset (default: frenzy-testbed)")
     p.add_argument("--workload", type=_csv_list, default=["itp-default"], help="workload preset(s)")
@@ -95,6 +98,12 @@ def _add_evaluate(sub: Any) -> None:
         "--model", type=Path, default=None,
         help="MaskablePPO zip for the 'ppo' policy (default: the model shipped in agents/models). "
         "Loading a model runs pickle: only load files you trust.",
+    )
+    p.add_argument(
+        "--rllib-checkpoint", type=Path, default=None, metavar="PATH",
+        help="for the 'rllib' policy (required with it): the run folder of frenzy train --backend rllib, its "
+        "checkpoint/ or the RLModule folder inside it; needs the [ray] extra and a checkpoint trained on the "
+        "same cluster. Loading a checkpoint runs pickle: only load checkpoints you trust.",
     )
     p.add_argument("--out", type=Path, default=None, help="directory for jobs.csv, episodes.csv, summary.*")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -205,16 +214,31 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     cluster = ClusterSpec.preset(args.cluster)
     names = args.policies or default_policies()
     for name in names:
-        if name not in POLICIES and name != "ppo":
+        if name not in POLICIES and name not in ("ppo", "rllib"):
             from frenzy_env.errors import unknown_name
 
-            raise unknown_name("policy (--policies)", name, [*POLICIES, "ppo"])
+            raise unknown_name("policy (--policies)", name, [*POLICIES, "ppo", "rllib"])
     if args.model is not None and "ppo" not in names:
         raise FrenzyError("--model is only used by the 'ppo' policy; add ppo to --policies")
+    if args.rllib_checkpoint is not None and "rllib" not in names:
+        raise FrenzyError("--rllib-checkpoint is only used by the 'rllib' policy; add rllib to --policies")
+    if "rllib" in names and args.rllib_checkpoint is None:
+        raise FrenzyError(
+            "the 'rllib' policy needs --rllib-checkpoint PATH (the run folder of frenzy train --backend rllib)"
+        )
     workloads, factory = _workload_factory(args, cluster)
 
     def make_env(workload: str) -> FrenzyEnv:
         return FrenzyEnv(cluster=cluster, workload=factory(workload), predictor=args.predictor)
+
+    rllib_checkpoint: Path | None = None
+    if "rllib" in names:
+        from agents.rllib import find_module_checkpoint, load_rllib_policy
+
+        # fail before any episode runs (missing path, no Ray, a checkpoint of another cluster), and hand
+        # Ray workers an absolute path to the module folder
+        rllib_checkpoint = find_module_checkpoint(args.rllib_checkpoint).resolve()
+        load_rllib_policy(make_env(workloads[0]), args.rllib_checkpoint)
 
     out: Path | None = args.out
     if out is not None:
@@ -235,6 +259,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             from agents.ppo import load_policy
 
             return lambda env: load_policy(env, args.model)
+        if name == "rllib":
+            path = rllib_checkpoint
+
+            def load_rllib(env: Any) -> Any:  # pickled to Ray workers: imports there
+                from agents.rllib import load_rllib_policy
+
+                return load_rllib_policy(env, path)
+
+            return load_rllib
         return lambda env: make_policy(name, env)
 
     policies = {name: policy_factory(name) for name in names}

@@ -428,6 +428,19 @@ VALUE_ERRORS = [
     pytest.param(["evaluate", "--policies", "fifo,fifa"], ["policy", "'fifa'"], id="policy"),
     pytest.param(["evaluate", "--trace", "no/such/trace.csv"], ["--trace", "no/such/trace.csv"], id="missing-trace"),
     pytest.param(["evaluate", "--policies", "fifo", "--model", "x.zip"], ["--model", "ppo"], id="model-without-ppo"),
+    pytest.param(
+        ["evaluate", "--policies", "fifo", "--rllib-checkpoint", "runs/rllib"],
+        ["--rllib-checkpoint", "'rllib'", "--policies"],
+        id="rllib-checkpoint-without-rllib",
+    ),
+    pytest.param(
+        ["evaluate", "--policies", "fifo,rllib"], ["'rllib'", "--rllib-checkpoint"], id="rllib-without-checkpoint"
+    ),
+    pytest.param(
+        ["evaluate", "--policies", "rllib", "--rllib-checkpoint", "no/such/run"],
+        ["RLlib checkpoint 'no/such/run' does not exist"],
+        id="rllib-missing-checkpoint",
+    ),
     pytest.param(["memory", "--model", "gpt5", "--batch-size", "8", "--seq-len", "128"], ["'gpt5'"], id="memory-model"),
     pytest.param(
         ["memory", "--model", "gpt2", "--batch-size", "0", "--seq-len", "128"], ["batch_size", "0"], id="memory-batch"
@@ -448,6 +461,41 @@ def test_bad_values_on_the_command_line_are_one_line_and_exit_2(capsys, argv, wo
     assert err.count("\n") == 1 and re.match(r"frenzy( \w+)?: error: ", err) and "Traceback" not in err, err
     for word in words:
         assert word in err, err
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["--policies", "fifo", "--rllib-checkpoint", "run"], "only used by the 'rllib' policy"),
+        (["--policies", "rllib"], "needs --rllib-checkpoint PATH"),
+    ],
+)
+def test_rllib_flag_errors_come_before_importing_ray(monkeypatch, capsys, argv, words):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError: these must not get that far
+    assert main(["evaluate", *argv, "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "pip install" not in err, err
+
+
+def test_rllib_policy_without_ray_names_the_extra(tmp_path, monkeypatch, capsys):
+    module_dir = tmp_path / "run" / "checkpoint" / "learner_group" / "learner" / "rl_module" / "default_policy"
+    module_dir.mkdir(parents=True)
+    for name in ("class_and_ctor_args.pkl", "module_state.pkl"):
+        (module_dir / name).write_bytes(b"")
+    monkeypatch.setitem(sys.modules, "ray", None)
+    argv = ["evaluate", "--policies", "fifo,rllib", "--rllib-checkpoint", str(tmp_path / "run"), "--no-progress",
+            "--workload", "synthetic-small", "--max-jobs", "5", "--seeds", "1"]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and 'pip install -e ".[ray]"' in err, err
+
+
+def test_rllib_checkpoint_that_is_no_checkpoint_names_it(tmp_path, capsys):
+    for target in (tmp_path, write(tmp_path, "{}", name="config.json")):
+        argv = ["evaluate", "--policies", "rllib", "--rllib-checkpoint", str(target), "--no-progress"]
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"RLlib checkpoint {str(target)!r}" in err, err
 
 
 def test_out_that_is_a_file_is_refused(tmp_path, capsys):

@@ -240,3 +240,94 @@ def test_train_rllib_in_process_sampling_finishes_episodes(tmp_path):
     assert row["episode_return_mean"] is not None and row["episode_return_mean"] <= 0
     assert row["invalid_actions"] == 0
     assert ENV_NAME == "frenzy-rllib-v0"
+
+
+# ------------------------------------------------------------------------------------------ evaluation
+def _small_env(cluster: str = "frenzy-testbed", jobs: int = 10) -> FrenzyEnv:
+    from frenzy_env.workload import make_generator
+
+    return FrenzyEnv(cluster=cluster, workload=make_generator("synthetic-small", num_jobs=jobs))
+
+
+def test_load_rllib_policy_plays_an_episode_with_legal_actions(cli_run):
+    from agents.rllib import MODULE_SUBDIR, RLlibPolicy, load_rllib_policy
+    from frenzy_env.evaluation import run_episode
+
+    _, out = cli_run
+    env = _small_env()
+    policy = load_rllib_policy(env, out)
+    assert isinstance(policy, RLlibPolicy) and policy.name == "rllib"
+    assert torch.get_num_threads() == 1
+    for other in (out / "checkpoint", out / "checkpoint" / MODULE_SUBDIR):  # the same module from each
+        assert load_rllib_policy(env, other).path == policy.path == out / "checkpoint" / MODULE_SUBDIR
+    result = run_episode(env, policy, seed=1)
+    assert result.metrics["invalid_actions"] == 0
+    assert result.metrics["finished"] == result.metrics["jobs"] == 10
+    obs, _ = env.reset(seed=2)
+    first, state = policy.predict(obs, deterministic=True)
+    again, _ = policy.predict(obs, deterministic=True, action_masks=env.action_masks())
+    assert state is None and first.shape == () and int(first) == int(again)
+    assert obs[MASK_KEY][int(first)] == 1
+
+
+def test_rllib_policy_sampling_is_legal_and_reproducible_per_episode(cli_run):
+    from agents.rllib import load_rllib_policy
+
+    _, out = cli_run
+    env = _small_env()
+    policy = load_rllib_policy(env, out, seed=3)
+    obs, _ = env.reset(seed=4)
+    policy.reset()
+    batch = {k: np.repeat(v[None], 200, axis=0) for k, v in obs.items()}
+    actions, _ = policy.predict(batch, deterministic=False)
+    assert actions.shape == (200,) and obs[MASK_KEY][actions].all()
+    policy.reset()
+    assert np.array_equal(policy.predict(batch, deterministic=False)[0], actions)  # reset restarts the stream
+    only = np.zeros_like(obs[MASK_KEY])  # an explicit mask wins over the observation's
+    only[int(np.flatnonzero(obs[MASK_KEY])[-1])] = 1
+    forced, _ = policy.predict(obs, deterministic=False, action_masks=only.astype(bool))
+    assert only[int(forced)] == 1
+
+
+def test_frenzy_evaluate_rllib_policy(cli_run, capsys):
+    _, out = cli_run
+    argv = ["evaluate", "--policies", "fifo,rllib", "--rllib-checkpoint", str(out), "--workload", "synthetic-small",
+            "--max-jobs", "10", "--seeds", "1", "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "| synthetic-small | rllib |" in printed and "| synthetic-small | fifo |" in printed
+
+
+def test_rllib_checkpoint_of_another_cluster_is_refused(cli_run, capsys, tmp_path):
+    from agents.rllib import load_rllib_policy
+
+    _, out = cli_run
+    argv = ["evaluate", "--policies", "fifo,rllib", "--rllib-checkpoint", str(out), "--cluster", "doubling-64",
+            "--workload", "synthetic-small", "--max-jobs", "10", "--seeds", "1", "--no-progress",
+            "--out", str(tmp_path / "ev")]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"RLlib checkpoint {str(out)!r} does not fit" in err, err
+    assert "cluster 'frenzy-testbed'" in err and "cluster 'doubling-64'" in err
+    assert not (tmp_path / "ev").exists()  # refused before any episode ran
+    with pytest.raises(ConfigError, match=r"action space Discrete\(865\) vs Discrete\(337\)"):
+        load_rllib_policy(_small_env("doubling-64"), out / "checkpoint")
+
+
+@pytest.mark.slow
+def test_frenzy_evaluate_rllib_policy_on_the_ray_backend_matches_local(cli_run, tmp_path, monkeypatch):
+    import pandas as pd
+
+    _, out = cli_run
+    monkeypatch.chdir(out.parent)  # a relative checkpoint path still reaches the Ray workers
+    common = ["evaluate", "--policies", "rllib", "--rllib-checkpoint", out.name, "--workload", "synthetic-small",
+              "--max-jobs", "10", "--seeds", "2", "--no-progress"]  # fmt: skip
+    assert main([*common, "--out", str(tmp_path / "local")]) == 0
+    assert main([*common, "--backend", "ray", "--num-cpus", "2", "--out", str(tmp_path / "ray")]) == 0
+    cols = ["policy", "seed", "avg_jct", "makespan", "invalid_actions"]
+    local, remote = (
+        pd.read_csv(tmp_path / run / "episodes.csv")[cols].sort_values("seed", ignore_index=True)
+        for run in ("local", "ray")
+    )
+    pd.testing.assert_frame_equal(local, remote)
+    assert (local["invalid_actions"] == 0).all()
