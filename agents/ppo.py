@@ -832,7 +832,7 @@ def scale_reward(venv: Any, scale: float) -> Any:
 
 # ------------------------------------------------------------------------------------------ train
 def _quiet(*_: Any) -> None:
-    pass
+    """A logger that prints nothing (behaviour cloning without --verbose or progress)."""
 
 
 def _has_tensorboard() -> bool:

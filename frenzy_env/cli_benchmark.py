@@ -30,6 +30,7 @@ No number here is asserted anywhere; they are measurements of the machine they r
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import dataclasses
 import json
@@ -132,20 +133,15 @@ def machine_info() -> dict[str, Any]:
     import gymnasium
 
     cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    # without /proc (not Linux) the platform's name stays
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as fh:
+        for line in fh:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
     mem_gb = math.nan
-    try:
-        with open("/proc/meminfo", encoding="utf-8") as fh:
-            mem_gb = int(fh.readline().split()[1]) / 2**20
-    except (OSError, ValueError, IndexError):
-        pass
+    with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/meminfo", encoding="utf-8") as fh:
+        mem_gb = int(fh.readline().split()[1]) / 2**20  # (unknown memory stays nan)
     load = os.getloadavg() if hasattr(os, "getloadavg") else (math.nan,) * 3
     return {
         "cpu": cpu,
@@ -164,13 +160,11 @@ def peak_rss_mb() -> float:
 
     Linux: ``VmHWM`` of /proc/self/status (``ru_maxrss`` survives ``exec`` and would include the parent's).
     """
-    try:
-        with open("/proc/self/status", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 2**10
-    except (OSError, ValueError, IndexError):
-        pass
+    # not Linux: ru_maxrss below
+    with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/self/status", encoding="utf-8") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 2**10
     try:
         import resource
     except ImportError:  # pragma: no cover - Windows

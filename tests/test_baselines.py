@@ -27,15 +27,9 @@ def _env(cluster: ClusterSpec, jobs: list[JobSpec], **kw) -> FrenzyEnv:
 
 
 def _play(env: FrenzyEnv, policy, max_steps: int = 10_000) -> dict:
-    obs, info = env.reset(seed=0)
+    env.reset(seed=0)
     policy.reset()
-    for _ in range(max_steps):
-        action, _ = policy.predict(obs, action_masks=env.action_masks())
-        obs, _, term, trunc, info = env.step(int(action))
-        env.sim.check_invariants()
-        if term or trunc:
-            return info
-    raise AssertionError("episode did not end: the policy loops")
+    return _play_from_here(env, policy, max_steps)
 
 
 A100_3x8 = ClusterSpec.from_counts("t3", {"A100-80GB": (3, 8)}, reference_gpu_type="A100-80GB")
@@ -260,7 +254,7 @@ def _play_from_here(env, policy, max_steps: int = 1000) -> dict:
         env.sim.check_invariants()
         if term or trunc:
             return info
-    raise AssertionError("episode did not end")
+    raise AssertionError("episode did not end: the policy loops")
 
 
 @pytest.mark.parametrize("strategy", ["precompute", "exploratory", "eight", "unit_step"])
