@@ -152,7 +152,34 @@ def machine_info() -> dict[str, Any]:
         "python": platform.python_version(),
         "numpy": np.__version__,
         "gymnasium": gymnasium.__version__,
+        "kernels": _kernels_version(),
     }
+
+
+def _kernels_version() -> str:
+    """"numba X.Y" when the compiled kernels are in use, else "numpy (FRENZY_ENV_JIT=0 or no numba)"."""
+    from frenzy_env import kernels
+
+    if not kernels.enabled():
+        return "numpy (FRENZY_ENV_JIT=0 or no numba)"
+    import numba
+
+    return f"numba {numba.__version__}"
+
+
+def warm_kernels() -> float:
+    """Load (or compile) the compiled kernels by stepping a tiny environment; returns the seconds it took (a
+    once-per-process cost, kept out of the timings that follow)."""
+    from frenzy_env.env import FrenzyEnv
+
+    t0 = time.perf_counter()
+    env = FrenzyEnv(cluster="frenzy-testbed", workload="synthetic-small")
+    obs, _ = env.reset(seed=0)
+    for _ in range(20):
+        obs, _, term, trunc, _ = env.step(int(np.flatnonzero(obs["action_mask"])[-1]))
+        if term or trunc:
+            break
+    return time.perf_counter() - t0
 
 
 def peak_rss_mb() -> float:
@@ -446,6 +473,7 @@ def _child_replay(spec: dict[str, Any]) -> dict[str, float]:
     from frenzy_env.env import FrenzyEnv
     from frenzy_env.workload import SyntheticGenerator
 
+    kernels_s = warm_kernels()
     cluster = scaled_cluster(int(spec["gpus"]))
     t0 = time.perf_counter()
     wl = SyntheticGenerator(num_jobs=int(spec["jobs"]), cluster=cluster, load=0.7, name="scaling").generate(0)
@@ -455,6 +483,7 @@ def _child_replay(spec: dict[str, Any]) -> dict[str, float]:
     out = replay(env, make_policy(spec["policy"], env), budget_s=float(spec["budget_s"]))
     out["generate_s"] = t1 - t0
     out["build_s"] = t2 - t1
+    out["kernels_s"] = kernels_s
     out["peak_rss_mb"] = peak_rss_mb()
     return out
 
@@ -477,7 +506,7 @@ def bench_scaling(cfg: BenchConfig, res: Results, log: Callable[[str], None]) ->
         case = f"{jobs:,} jobs, 1,024 GPUs / {policy}"
         res.add("scaling_jobs", case, "jobs", jobs, "")
         for key, unit in (("wall_s", "s"), ("cpu_s", "s"), ("build_s", "s"), ("generate_s", "s"),
-                          ("peak_rss_mb", "MiB"), ("complete", ""), ("decisions", "")):
+                          ("kernels_s", "s"), ("peak_rss_mb", "MiB"), ("complete", ""), ("decisions", "")):
             res.add("scaling_jobs", case, key, out[key], unit)
         res.add("scaling_jobs", case, "jobs_per_s", out["jobs_done"] / out["wall_s"], "1/s")
         res.add("scaling_jobs", case, "total_s", out["wall_s"] + out["build_s"], "s")
@@ -510,6 +539,9 @@ def summary_table(res: Results, machine: dict[str, Any], mode: str) -> str:
         if math.isfinite(value):
             lines.append(f"| {label} | {format(value, fmt)} |")
 
+    add("start-up of the compiled kernels in this process, s (load, or compile on a first run)",
+        res.get("startup", "compiled kernels", "seconds"), ".2f")
+
     for r in res.section("steps"):
         if r.metric == "steps_per_s":
             add(f"{r.case}: steps/s (masked random)" if r.case != "CartPole-v1" else "CartPole-v1: steps/s",
@@ -536,8 +568,9 @@ def summary_table(res: Results, machine: dict[str, Any], mode: str) -> str:
         if r.metric == "total_s":
             rss = res.get("scaling_jobs", r.case, "peak_rss_mb")
             cpu = res.get("scaling_jobs", r.case, "cpu_s")
-            lines.append(f"| synthetic build + replay {r.case} | {r.value:,.1f} s (replay {cpu:,.1f} s CPU), "
-                         f"peak RSS {rss:,.0f} MiB |")
+            start = res.get("scaling_jobs", r.case, "kernels_s")
+            lines.append(f"| synthetic build + replay {r.case} | {r.value:,.1f} s (replay {cpu:,.1f} s CPU; "
+                         f"kernel start-up before it {start:.2f} s), peak RSS {rss:,.0f} MiB |")
         elif r.metric == "exponent":
             add(f"growth exponent in jobs ({r.case})", r.value, ".2f")
     for r in res.section("scaling_gpus"):
@@ -547,7 +580,7 @@ def summary_table(res: Results, machine: dict[str, Any], mode: str) -> str:
             add(f"growth exponent in GPUs ({r.case})", r.value, ".2f")
     head = (f"Measured in `{mode}` mode on {machine['cpu']} ({machine['cores']} cores, {machine['memory_gb']} GB; "
             f"load average {machine['load_average_1m']} at the start), Python {machine['python']}, "
-            f"numpy {machine['numpy']}, gymnasium {machine['gymnasium']}.")
+            f"numpy {machine['numpy']}, gymnasium {machine['gymnasium']}; kernels: {machine['kernels']}.")
     return head + "\n\n" + "\n".join(lines) + "\n"
 
 
@@ -673,6 +706,8 @@ def run_benchmark(
     if cfg.mode == "quick" and policies is None:
         replay_policies = [p for p in (target_policy(), "fifo") if p in known][:2]
     res = Results()
+    # the compiled kernels' once-per-process load (or first compile), kept out of every timing below
+    res.add("startup", "compiled kernels", "seconds", warm_kernels(), "s")
     for name in SECTIONS:
         if name not in sections:
             continue

@@ -12,6 +12,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from frenzy_env import kernels
 from frenzy_env.cluster import ClusterSpec
 from frenzy_env.errors import ConfigError, check_keys
 from frenzy_env.simulator import QUEUED, RUNNING, ClusterSimulator, SimConfig
@@ -184,6 +185,7 @@ class FrenzyEnv(gym.Env):
         self._invalidate_views()
         self._steps = 0
         self._invalid = 0
+        self._legal_moves = 0  # legal starts and resizes now (set with the mask)
         self._needs_reset = True
 
     # views of _fbuf, _mask8 and _rbuf: copies and pickles would make them separate arrays
@@ -317,9 +319,8 @@ class FrenzyEnv(gym.Env):
         """Recompute the mask; while only "wait" is legal, advance time. Returns the JCT reward accrued."""
         sim = self.sim
         reward = 0.0
-        mask = self._mask
         self._compute_mask()
-        while not sim.done and np.count_nonzero(mask) == mask[0] and sim.has_pending_events():  # only wait
+        while not sim.done and not self._legal_moves and sim.has_pending_events():  # only wait
             n = sim.jobs_in_system
             reward -= n * sim.advance() / self.reward_scale
             while not sim.done and sim.has_pending_events() and self._idle():  # cheap test, same decisions
@@ -374,7 +375,8 @@ class FrenzyEnv(gym.Env):
         sim = self.sim
         self._update_visible()
         self._mask[0] = sim.has_pending_events()
-        sim.legal_masks(self._visible_queue, self._visible_running, self.queue_slots, self._mask_rows)
+        rows = self._mask_rows
+        self._legal_moves = sim.legal_masks(self._visible_queue, self._visible_running, self.queue_slots, rows)
 
     def _plan_times(self, jobs: np.ndarray, remaining: np.ndarray) -> np.ndarray:
         """(len(jobs), P): log-scaled predicted seconds to finish on each available plan (0 if none)."""
@@ -458,9 +460,7 @@ class FrenzyEnv(gym.Env):
         if self._rsim is sim:
             if same_set or attempts == self._rattempts:
                 if self._rtime != now and nr:
-                    if self._rstatic is None:
-                        self._rstatic = self._running_static(rv)
-                    self._running_times(self._rstatic, now)
+                    self._rows_now(rv, now)
                 return
             if self._rtime == now and nr and self._reuse_rows(rv, attempts):
                 self._rstatic = None  # rows hold for now; the static part is gathered when time moves
@@ -472,11 +472,23 @@ class FrenzyEnv(gym.Env):
         self._rsim = sim
         self._rattempts = attempts
         self._rtime = now
-        if not nr:
-            self._rstatic = ()
+        self._rstatic = None
+        if nr:
+            self._rows_now(rv, now)
+
+    def _rows_now(self, rv: np.ndarray, now: float) -> None:
+        """Every row of the running block at ``now`` (compiled, or :meth:`_running_static` once per visible
+        set and :meth:`_running_times`)."""
+        kernel = kernels.get("running_rows")
+        if kernel is None:
+            if self._rstatic is None:
+                self._rstatic = self._running_static(rv)
+            self._running_times(self._rstatic, now)
             return
-        self._rstatic = self._running_static(rv)
-        self._running_times(self._rstatic, now)
+        self._rtime = now
+        sim = self.sim
+        kernel(self._obs["running"], 0, rv, sim.run_plan, sim.run_floats, sim.restart_count, sim.work_estimate,
+               sim.avail_iter_time, self._plan_feats, now, _LOG_T)
 
     def _running_static(self, rv: np.ndarray) -> tuple:
         """Write the fixed columns of the running rows; return what the time-dependent ones need."""
@@ -549,8 +561,15 @@ class FrenzyEnv(gym.Env):
             block[nr : self._nr_shown] = 0.0
         self._nr_shown = nr
         self._rattempts = attempts
-        for i in fresh:
-            self._running_row(i, int(rv[i]))
+        kernel = kernels.get("running_rows")
+        if kernel is None:
+            for i in fresh:
+                self._running_row(i, int(rv[i]))
+        else:
+            sim = self.sim
+            for i in fresh:
+                kernel(self._obs["running"], i, rv[i : i + 1], sim.run_plan, sim.run_floats, sim.restart_count,
+                       sim.work_estimate, sim.avail_iter_time, self._plan_feats, sim.now, _LOG_T)
         return True
 
     def _running_row(self, k: int, job: int) -> None:
@@ -592,8 +611,13 @@ class FrenzyEnv(gym.Env):
         state = sim.state
         if self._free_key != (sim, state.version):
             # free / capacity, looked up (the capacity shares after the free fractions never change)
-            self._type_frac.take(self._type_base + state.free_t, out=self._gpus_free, mode="clip")
-            self._node_frac.take(self._node_base + state.free, out=obs["nodes"], mode="clip")
+            kernel = kernels.get("free_fractions")
+            if kernel is None:
+                self._type_frac.take(self._type_base + state.free_t, out=self._gpus_free, mode="clip")
+                self._node_frac.take(self._node_base + state.free, out=obs["nodes"], mode="clip")
+            else:
+                kernel(self._type_frac, self._type_base, state.free_t, self._gpus_free, self._node_frac,
+                       self._node_base, state.free, obs["nodes"])
             self._free_key = (sim, state.version)
         g = obs["globals"]
         nq, nrun = len(sim.queue), len(sim.running)

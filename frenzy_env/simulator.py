@@ -40,6 +40,7 @@ observation) update only what changed. The simulator maintains them, and the sta
 from __future__ import annotations
 
 import bisect
+import contextlib
 import heapq
 import math
 from array import array
@@ -47,6 +48,7 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
+from frenzy_env import kernels
 from frenzy_env.cluster import ClusterSpec, ClusterState, get_gpu_type
 from frenzy_env.errors import ConfigError, check_keys
 from frenzy_env.memory import estimate_memory_array, plan_resources
@@ -136,7 +138,7 @@ class JobRecord:
     rejected_reason: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class _Running:
     """Book-keeping of a job that holds GPUs."""
 
@@ -179,6 +181,8 @@ class _MaskCache:
     nr: int = 0
     progress_from: np.ndarray | None = None  # (nr,)
     shared: tuple | None = None
+    slots_key: tuple | None = None  # the compiled path's: the running jobs its ``slots`` (nr,) are of
+    slots: np.ndarray | None = None
 
 
 class _SimState(ClusterState):
@@ -241,26 +245,31 @@ class _SimState(ClusterState):
         if counts.shape != self.free.shape:
             raise ValueError(f"counts must have shape {self.free.shape}, got {counts.shape}")
         nodes = np.flatnonzero(counts)  # (k,)
+        if job_id in self._held:
+            raise ValueError(f"job {job_id} already holds GPUs; release them before allocating again")
+        bad = np.flatnonzero((counts < 0) | (counts > self.free))
+        if bad.size:
+            node = int(bad[0])
+            raise ValueError(f"cannot allocate {int(counts[node])} GPUs on node {node} to job {job_id}: "
+                             f"{int(self.free[node])} free")
+        if len(set(self._types[nodes].tolist())) > 1:  # several GPU types: the general update
+            idx = self._book(job_id, nodes.tolist(), counts[nodes].tolist())
+            self._update(nodes, self.free[nodes], self.free[nodes] - counts[nodes])
+            return np.asarray(idx)
         return np.asarray(self._take(job_id, nodes.tolist(), counts[nodes].tolist()))
 
     def _take(self, job_id: int, nodes: list[int], want: list[int]) -> np.ndarray | range:
-        """Allocate ``want[i]`` GPUs on ``nodes[i]`` (ascending, non-zero counts; Python ints); returns the GPU
-        indices taken (a range when consecutive; ``_held`` keeps them so)."""
-        if job_id in self._held:
-            raise ValueError(f"job {job_id} already holds GPUs; release them before allocating again")
+        """Allocate ``want[i]`` GPUs on ``nodes[i]`` (ascending nodes of one GPU type, counts in 1..free; Python
+        ints); returns the GPU indices taken (a range when consecutive; ``_held`` keeps them so)."""
         idx = self._book(job_id, nodes, want)
         free_l = self.free_l
         self._set_free(nodes, [free_l[n] - k for n, k in zip(nodes, want)])
         return idx
 
     def _book(self, job_id: int, nodes: list[int], want: list[int]) -> np.ndarray | range:
-        """:meth:`_take` without updating ``free`` and what follows it (the caller does)."""
+        """:meth:`_take` without updating ``free`` and what follows it (the caller does). The counts are the
+        caller's to check (:meth:`allocate` does; the simulator's placements are made from ``free``)."""
         free_gpus = self._free_gpus
-        for node, k in zip(nodes, want):
-            if not 0 <= k <= len(free_gpus[node]):
-                raise ValueError(
-                    f"cannot allocate {k} GPUs on node {node} to job {job_id}: {int(self.free[node])} free"
-                )
         if len(nodes) == 1:
             node, k = nodes[0], want[0]
             gpus = free_gpus[node]
@@ -284,13 +293,20 @@ class _SimState(ClusterState):
         return idx
 
     def release(self, job_id: int) -> np.ndarray:
-        nodes, want = self._give(job_id)
+        held = self._nodes.get(job_id)
+        if held is not None and len({self._types_l[n] for n in held[0]}) > 1:  # from allocate(): several types
+            nodes, want = self._unbook(job_id)
+            nodes_a, want_a = np.array(nodes, dtype=np.int64), np.array(want, dtype=np.int64)
+            self._update(nodes_a, self.free[nodes_a], self.free[nodes_a] + want_a)
+        else:
+            nodes, want = self._give(job_id)
         counts = np.zeros(self.free.shape[0], dtype=np.int64)
         counts[nodes] = want
         return counts
 
     def _give(self, job_id: int) -> tuple[list[int], list[int]]:
-        """:meth:`release` returning the (nodes, counts) freed (Python lists)."""
+        """:meth:`release` returning the (nodes, counts) freed (Python lists), for an allocation on one GPU
+        type (the simulator's)."""
         nodes, want = self._unbook(job_id)
         free_l = self.free_l
         self._set_free(nodes, [free_l[n] + k for n, k in zip(nodes, want)])
@@ -347,9 +363,9 @@ class _SimState(ClusterState):
         self.version += 1
 
     def _set_free(self, nodes: list[int], new: list[int]) -> None:
-        """Free GPUs of ``nodes`` become ``new`` (Python lists): update ``free``, ``cap``, ``free_t``."""
-        types = self._types_l
-        t = types[nodes[0]]
+        """Free GPUs of ``nodes`` (of one GPU type) become ``new`` (Python lists): update ``free``, ``cap``,
+        ``free_t``."""
+        t = self._types_l[nodes[0]]
         if len(nodes) == 1:
             node, value = nodes[0], new[0]
             old = self.free_l[node]
@@ -358,10 +374,6 @@ class _SimState(ClusterState):
             self._cap_rows[t] += self._unit_delta_rows[old][value]
             self.free_t[t] += value - old
             self.version += 1
-            return
-        if any(types[n] != t for n in nodes):  # several GPU types (ClusterState.allocate of any counts)
-            nodes_a = np.array(nodes, dtype=np.int64)
-            self._update(nodes_a, self.free[nodes_a], np.array(new, dtype=np.int64))
             return
         free, free_l, deltas = self.free, self.free_l, self._unit_delta_rows
         changes: dict[tuple[int, int], int] = {}  # (old, new) free counts -> nodes (whole nodes: one pair)
@@ -760,12 +772,14 @@ class ClusterSimulator:
         out &= ready[:, None]
         return out
 
-    def legal_masks(self, queue: np.ndarray, running: np.ndarray, q_rows: int, out: np.ndarray) -> np.ndarray:
+    def legal_masks(self, queue: np.ndarray, running: np.ndarray, q_rows: int, out: np.ndarray) -> int:
         """Both masks in one (rows, P) bool array ``out``: row i < len(queue) is ``start_mask(queue)[i]``,
-        row q_rows + i (i < len(running)) is ``resize_mask(running)[i]``, every other row is False.
+        row q_rows + i (i < len(running)) is ``resize_mask(running)[i]``, every other row is False. Returns
+        the number of True cells (legal starts and resizes).
 
         The same values as :meth:`start_mask` and :meth:`resize_mask`, with one look-up and one comparison
-        for both (see :class:`_MaskCache`) for a caller that needs both after every action (the environment).
+        for both (see :class:`_MaskCache`) for a caller that needs both after every action (the environment);
+        with the compiled kernels on (:mod:`frenzy_env.kernels`), in one compiled call.
         """
         rows, p = out.shape
         c = self._mask_cache
@@ -784,6 +798,19 @@ class ClusterSimulator:
             if c.nq > nq:
                 thr[nq : c.nq] = _NO_FIT
             c.nq = nq
+        kernel = kernels.get("legal_masks")
+        if kernel is not None:  # compiled: reads the running jobs' slots directly
+            key = (self.running_version, running.tobytes())
+            if c.slots_key != key:
+                c.slots_key = key
+                c.slots = self._slot_of[running]
+            st = self.state
+            count = kernel(st.cap, tl, thr, nq, q_rows, c.slots, self._slot_plans, self._slot_pairs, self._slot_pf,
+                           self.now, st.free, st.gain_table_z, out)
+            if count < 0:
+                c.slots_key = None
+                raise KeyError(int(running[-1 - count]))  # not running
+            return count
         key = (self.running_version, running.tobytes())
         if c.running_key != key:
             c.running_key = key
@@ -803,7 +830,7 @@ class ClusterSimulator:
             out[q_rows : q_rows + nr] &= ready[:, None]
         else:
             np.greater_equal(have, thr, out=out)
-        return out
+        return int(np.count_nonzero(out))
 
     def _running_rows(self, jobs: np.ndarray, out: np.ndarray) -> tuple:
         """Gather the ``_slot_plans`` rows of running ``jobs`` into ``out`` (4, R, P); return their
@@ -1027,19 +1054,20 @@ class ClusterSimulator:
             nodes = self._type_nodes_l[t]
             sel = self._type_sel[t]
             f = free[sel] if isinstance(sel, slice) else [free[n] for n in nodes]
-            tightest = min(filter(num.__le__, f), default=-1)  # fewest free GPUs that still hold the job
-            if tightest >= 0:  # one node holds the job: the tightest, lowest index on ties
-                return [nodes[f.index(tightest)]], [num]
-            usable = self.state.units_l[self._row_tpi_l[self._row_key_l[job]][plan]]  # free -> whole tp groups
             size = self._type_node_size_l[t]
+            if num <= size or not size:  # (no node holds more GPUs than its size)
+                tightest = min(filter(num.__le__, f), default=-1)  # fewest free GPUs that still hold the job
+                if tightest >= 0:  # one node holds the job: the tightest, lowest index on ties
+                    return [nodes[f.index(tightest)]], [num]
+            usable = self.state.units_l[self._row_tpi_l[self._row_key_l[job]][plan]]  # free -> whole tp groups
             if size and num % size == 0 and usable[size] == size:
                 # whole nodes of one size, each whole tp groups: what follows picks the first empty ones
-                need, empty = num // size, []
-                for i, v in enumerate(f):
-                    if v == size:
+                empty, i = [], -1
+                with contextlib.suppress(ValueError):  # (fewer empty nodes than needed: the general case)
+                    for _ in range(num // size):
+                        i = f.index(size, i + 1)
                         empty.append(i)
-                        if len(empty) == need:
-                            return [nodes[i] for i in empty], [size] * need
+                    return [nodes[i] for i in empty], [size] * len(empty)
             units = [usable[v] for v in f]  # (K,) GPUs usable on each of the type's nodes
             if sum(units) < num:
                 return None

@@ -34,7 +34,7 @@ def test_quick_cli_run_writes_table_csv_json_png(tmp_path, capsys):
     assert "MARP" in out and "| measurement | value |" in out
     with open(tmp_path / "benchmark.csv", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
-    assert {r["section"] for r in rows} == {"marp"}
+    assert {r["section"] for r in rows} == {"startup", "marp"}  # (startup: the compiled kernels' load)
     assert all(math.isfinite(float(r["value"])) and float(r["value"]) > 0 for r in rows)
     meta = json.loads((tmp_path / "benchmark.json").read_text(encoding="utf-8"))
     assert meta["mode"] == "quick" and meta["machine"]["cores"] >= 1
@@ -45,7 +45,10 @@ def test_quick_cli_run_writes_table_csv_json_png(tmp_path, capsys):
 def test_every_section_runs_tiny():
     res = run_benchmark(TINY, data_dir=None, policies=["fifo"], log=lambda _m: None)
     sections = {r.section for r in res.rows}
-    assert sections == {"steps", "replay", "latency", "marp", "scaling_jobs", "scaling_gpus"}
+    assert sections == {"startup", "steps", "replay", "latency", "marp", "scaling_jobs", "scaling_gpus"}
+    assert res.get("startup", "compiled kernels", "seconds") > 0
+    kernel_starts = [r.value for r in res.rows if r.metric == "kernels_s"]  # one per scaling child process
+    assert len(kernel_starts) == 2 and all(v > 0 for v in kernel_starts)
     ratio = [r.value for r in res.rows if r.metric == "cartpole_steps_per_env_step"]
     assert len(ratio) == 2 and all(v > 0 for v in ratio)
     replay = [r for r in res.rows if r.section == "replay" and r.metric == "complete"]

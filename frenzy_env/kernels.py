@@ -1,0 +1,226 @@
+"""Compiled kernels of the simulator's and the environment's hot paths (numba), and the switch back to numpy.
+
+A masked environment step is a few dozen small array operations; in numpy each costs a microsecond of call
+overhead whatever its size. The functions here do the same work as the numpy code they replace in one
+compiled loop each. numba compiles a kernel on its first use in a process and caches the machine code
+beside this file (or, where that folder is read-only, in the user's cache), so later processes load it in
+milliseconds.
+
+The numpy code stays, as the reference and the fallback: it runs when numba cannot be imported, or when the
+environment variable ``FRENZY_ENV_JIT=0`` is set (read once, at the first call of :func:`enabled`). Both
+paths give identical masks (``tests/test_kernels.py`` compares them).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+import numpy as np
+
+_STATE: dict[str, bool] = {}  # "enabled", once decided
+_COMPILED: dict[str, Any] = {}  # name -> compiled kernel
+_ACTIVE: dict[str, Any] = {}  # the same while the kernels are in use, else empty (one look-up in get())
+
+
+def enabled() -> bool:
+    """True when the compiled kernels are in use (numba importable and ``FRENZY_ENV_JIT`` not ``0``)."""
+    on = _STATE.get("enabled")
+    if on is None:
+        on = set_enabled(os.environ.get("FRENZY_ENV_JIT", "1").strip() != "0")
+    return on
+
+
+def set_enabled(on: bool) -> bool:
+    """Use the compiled kernels (``True``, if numba can be imported) or the numpy code (``False``) from now
+    on, in every simulator (they choose the path at each call); returns whether the kernels are in use."""
+    if on:
+        try:
+            import numba  # noqa: F401
+        except ImportError:  # (numba is a dependency; a platform without its wheels runs the numpy code)
+            on = False
+    _STATE["enabled"] = on
+    if not on:
+        _ACTIVE.clear()
+    return on
+
+
+def get(name: str) -> Any:
+    """The compiled kernel ``name`` (compiled on first use, cached on disk), or None when the numpy code is
+    in use (see :func:`enabled`). Kernels: ``legal_masks``, ``running_rows``, ``free_fractions`` (the
+    functions of those names call them)."""
+    kernel = _ACTIVE.get(name)
+    if kernel is None and enabled():
+        kernel = _COMPILED.get(name)
+        if kernel is None:
+            from numba import njit
+
+            kernel = _COMPILED[name] = njit(cache=True, nogil=True)(_SOURCES[name])
+        _ACTIVE[name] = kernel
+    return kernel
+
+
+# The kernels' Python sources: numba compiles them (run as plain Python they give the same results, slowly).
+def _legal_masks(cap, tl, thr, nq, q_rows, slots, plans, pairs, pf, now, free, gain, out):
+    rows, p = out.shape
+    nr = slots.shape[0]
+    for i in range(nr):
+        if slots[i] < 0:
+            return -1 - i  # not running: the caller raises
+    capf = cap.ravel()
+    count = 0
+    for i in range(nq):  # start rows: the plan's GPUs placeable now
+        for j in range(p):
+            ok = capf[tl[i, j]] >= thr[i, j]
+            out[i, j] = ok
+            count += ok
+    for i in range(nq, rows):
+        if q_rows <= i < q_rows + nr:
+            continue
+        for j in range(p):
+            out[i, j] = False
+    width = gain.shape[1]
+    g = np.zeros(width, dtype=gain.dtype)
+    for i in range(nr):  # resize rows: placeable once the job's own GPUs are freed
+        s = slots[i]
+        row = q_rows + i
+        if pf[s] > now:  # still starting: no resize
+            for j in range(p):
+                out[row, j] = False
+            continue
+        for v in range(width):
+            g[v] = 0
+        for w in range(pairs.shape[1] // 2):  # the nodes it shares with other jobs (padded with node -1)
+            node = pairs[s, 2 * w]
+            if node < 0:
+                break
+            cell = pairs[s, 2 * w + 1] + free[node]
+            for v in range(width):
+                g[v] += gain[cell, v]
+        for j in range(p):
+            ok = capf[plans[0, s, j]] + plans[3, s, j] + g[plans[1, s, j]] >= plans[2, s, j]
+            out[row, j] = ok
+            count += ok
+    return count
+
+
+def _running_rows(out, first, jobs, run_plan, run_floats, restart_count, estimate, iter_time, plan_feats, now, log_t):
+    # columns as env.RUNNING_FEATURES (7), then one per plan; the numpy code's operations in its order, for
+    # the same numbers; every value is >= 0 (times, counts, progress <= estimate), so of its clip to [0, 2]
+    # only the upper bound can act (and NaN stays NaN)
+    p = iter_time.shape[1]
+    for i in range(jobs.shape[0]):
+        j = jobs[i]
+        row = first + i
+        plan = run_plan[j]
+        since = now - run_floats[j, 1]
+        if since < 0.0:
+            since = 0.0
+        rem = estimate[j] - (run_floats[j, 0] + since * run_floats[j, 2])
+        if rem < 0.0:
+            rem = 0.0
+        elapsed = now - run_floats[j, 3]
+        if elapsed < 0.0:
+            elapsed = 0.0
+        v = math.log1p(elapsed) / log_t
+        out[row, 0] = 1.0
+        out[row, 1] = 2.0 if v > 2.0 else v
+        for q in range(p):
+            t = iter_time[j, q] * rem
+            if t > 1e12:
+                t = 1e12
+            v = math.log1p(t) / log_t  # < 2: log1p(1e12) / 16 = 1.73
+            out[row, 7 + q] = v
+            if q == plan:
+                out[row, 2] = v
+        out[row, 3] = plan_feats[plan, 0]  # in [0, 1]
+        out[row, 4] = plan_feats[plan, 1]
+        v = restart_count[j] / 10.0
+        out[row, 5] = 2.0 if v > 2.0 else v
+        v = 1.0 - rem / max(estimate[j], 1e-9)
+        out[row, 6] = 0.0 if v < 0.0 else v
+
+
+def running_rows(
+    out: np.ndarray,
+    first: int,
+    jobs: np.ndarray,
+    run_plan: np.ndarray,
+    run_floats: np.ndarray,
+    restart_count: np.ndarray,
+    estimate: np.ndarray,
+    iter_time: np.ndarray,
+    plan_feats: np.ndarray,
+    now: float,
+    log_t: float,
+) -> None:
+    """Rows ``first .. first + len(jobs)`` of the environment's running block ``out`` (R, 7 + P) float32 for
+    the running ``jobs`` at time ``now`` (see ``FrenzyEnv._running_times``): present, elapsed, time left on
+    the current plan, its GPU count and type features, restarts, progress, time left on each plan, times
+    as ``log1p(seconds) / log_t``; from the simulator's per-job arrays (compiled; ValueError when the numpy
+    code is in use)."""
+    kernel = get("running_rows")
+    if kernel is None:
+        raise ValueError("the compiled kernels are off (numba missing or FRENZY_ENV_JIT=0)")
+    kernel(out, first, jobs, run_plan, run_floats, restart_count, estimate, iter_time, plan_feats, now, log_t)
+
+
+def _free_fractions(type_frac, type_base, free_t, out_t, node_frac, node_base, free, out_n):
+    for i in range(free_t.shape[0]):
+        out_t[i] = type_frac[type_base[i] + free_t[i]]
+    for i in range(free.shape[0]):
+        out_n[i] = node_frac[node_base[i] + free[i]]
+
+
+def legal_masks(
+    cap: np.ndarray,
+    tl: np.ndarray,
+    thr: np.ndarray,
+    nq: int,
+    q_rows: int,
+    slots: np.ndarray,
+    plans: np.ndarray,
+    pairs: np.ndarray,
+    pf: np.ndarray,
+    now: float,
+    free: np.ndarray,
+    gain: np.ndarray,
+    out: np.ndarray,
+) -> int:
+    """Fill ``out`` (rows, P) bool with :meth:`ClusterSimulator.legal_masks` from the simulator's arrays
+    (compiled; ValueError when the numpy code is in use). Returns the number of True cells, or ``-1 - i``
+    for the first i whose ``slots[i]`` is negative (a job that is not running; ``out`` is then unchanged).
+
+    Start rows ``i < nq``: ``cap.ravel()[tl[i, p]] >= thr[i, p]``. Resize rows ``q_rows + i`` for the running
+    job in slot ``s = slots[i]``: False while it starts (``pf[s] > now``), else ``cap.ravel()[plans[0, s, p]]
+    + plans[3, s, p] + g[plans[1, s, p]] >= plans[2, s, p]`` with ``g`` (L + 1,) the sum over the (node,
+    cell) ``pairs[s]`` of the nodes it shares (padded with node -1) of ``gain[cell + free[node]]``. Every
+    other row is False.
+    """
+    kernel = get("legal_masks")
+    if kernel is None:
+        raise ValueError("the compiled kernels are off (numba missing or FRENZY_ENV_JIT=0)")
+    return kernel(cap, tl, thr, nq, q_rows, slots, plans, pairs, pf, now, free, gain, out)
+
+
+def free_fractions(
+    type_frac: np.ndarray,
+    type_base: np.ndarray,
+    free_t: np.ndarray,
+    out_t: np.ndarray,
+    node_frac: np.ndarray,
+    node_base: np.ndarray,
+    free: np.ndarray,
+    out_n: np.ndarray,
+) -> None:
+    """``out_t[i] = type_frac[type_base[i] + free_t[i]]`` and ``out_n[i] = node_frac[node_base[i] + free[i]]``:
+    the free fraction of each GPU type and node, looked up in the environment's tables (compiled; ValueError
+    when the numpy code is in use)."""
+    kernel = get("free_fractions")
+    if kernel is None:
+        raise ValueError("the compiled kernels are off (numba missing or FRENZY_ENV_JIT=0)")
+    kernel(type_frac, type_base, free_t, out_t, node_frac, node_base, free, out_n)
+
+
+_SOURCES = {"legal_masks": _legal_masks, "running_rows": _running_rows, "free_fractions": _free_fractions}

@@ -1,0 +1,206 @@
+"""The compiled kernels (frenzy_env.kernels) against hand-computed values and against the numpy code they
+replace: the same masks, observations, rewards and infos, step for step."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from frenzy_env import kernels
+from frenzy_env.cluster import ClusterSpec
+from frenzy_env.env import FrenzyEnv
+from frenzy_env.simulator import ClusterSimulator, SimConfig
+from frenzy_env.workload import SyntheticGenerator
+
+pytest.importorskip("numba")
+
+
+@pytest.fixture
+def restore_jit():
+    """Put the kernels switch back as it was after the test."""
+    before = kernels.enabled()
+    yield
+    kernels.set_enabled(before)
+
+
+@pytest.fixture
+def jit_on(restore_jit):
+    """The compiled kernels on for this test (whatever FRENZY_ENV_JIT says)."""
+    assert kernels.set_enabled(True)
+
+
+def test_legal_masks_kernel_on_a_hand_computed_instance(jit_on):
+    """One GPU type, tp levels (1, 2); 2 plans (1 and 2 GPUs); one queued job, two running jobs (slots 1, 0)."""
+    cap = np.array([[3, 2]], dtype=np.int64)  # 3 GPUs placeable one by one, 2 in groups of 2
+    tl = np.array([[0, 1], [0, 0]], dtype=np.intp)  # queued job: plan 0 at level 1 (cell 0), plan 1 at level 2
+    thr = np.array([[1, 4], [9, 9]], dtype=np.intp)  # it needs 1 GPU, and 4 (an unreachable count) for plan 1
+    plans = np.zeros((4, 2, 2), dtype=np.intp)
+    plans[0] = [[0, 1], [0, 1]]  # cells of each plan, per slot
+    plans[1] = [[0, 1], [0, 1]]  # gain columns: its own type
+    plans[2] = [[1, 4], [1, 3]]  # GPUs each plan needs (slot 0's plan 1: 4, more than it can get)
+    plans[3] = [[0, 0], [1, 0]]  # slot 1 holds a whole node giving back 1 GPU at level 1
+    pairs = np.array([[-1, 0], [2, 5]], dtype=np.intp)  # slot 1 shares node 2: gain row 5 + free[2]
+    gain = np.zeros((8, 3), dtype=np.int64)
+    gain[5 + 1] = [1, 2, 0]  # node 2 has 1 free GPU: freeing the job's gives 1 GPU, 2 in pairs
+    free = np.array([0, 0, 1], dtype=np.int64)
+    pf = np.array([0.0, 50.0])  # slot 1 started up at 50
+    out = np.ones((4, 2), dtype=bool)
+    slots = np.array([1, 0], dtype=np.int64)  # running row 0 is slot 1, row 1 is slot 0
+    # queue rows: 1 row (q_rows 2: row 1 is an empty queue slot); running rows 2, 3
+    count = kernels.legal_masks(cap, tl, thr, 1, 2, slots, plans, pairs, pf, 100.0, free, gain, out)
+    # row 0: 3 >= 1, 2 >= 4 -> [T, F]; row 1 empty -> [F, F]
+    # row 2 (slot 1): plan 0: 3 + 1 + 1 = 5 >= 1; plan 1: 2 + 0 + 2 = 4 >= 3 -> [T, T]
+    # row 3 (slot 0): plan 0: 3 + 0 + 0 >= 1; plan 1: 2 + 0 + 0 >= 4 is False -> [T, F]
+    assert out.tolist() == [[True, False], [False, False], [True, True], [True, False]]
+    assert count == 4
+    pf[1] = 150.0  # slot 1 is still starting at 100: no resize
+    count = kernels.legal_masks(cap, tl, thr, 1, 2, slots, plans, pairs, pf, 100.0, free, gain, out)
+    assert out[2].tolist() == [False, False] and count == 2
+    slots[1] = -1  # a job that does not run: reported, nothing written
+    before = out.copy()
+    assert kernels.legal_masks(cap, tl, thr, 1, 2, slots, plans, pairs, pf, 100.0, free, gain, out) == -2
+    assert (out == before).all()
+
+
+def test_running_rows_kernel_on_a_hand_computed_instance(jit_on):
+    """Job 1 on plan 0, first started at 10; its attempt makes progress from 50 with 10 iterations done
+    before, 2 per second; estimate 200; 1 s per iteration on plan 0, plan 1 not available; 3 restarts; at 100."""
+    out = np.zeros((2, 9), dtype=np.float32)
+    run_floats = np.array([[0, 0, 0, 0], [10.0, 50.0, 2.0, 10.0]])
+    kernels.running_rows(
+        out, 1, np.array([1]), np.array([-1, 0]), run_floats, np.array([0, 3]), np.array([0.0, 200.0]),
+        np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[0.125, 0.5], [0.25, 0.5]]), 100.0, 16.0,
+    )
+    rem = 200.0 - (10.0 + 50.0 * 2.0)  # 90 iterations left
+    want = [1.0, math.log1p(90.0) / 16, math.log1p(90.0) / 16, 0.125, 0.5, 0.3, 1 - rem / 200.0,
+            math.log1p(90.0) / 16, 0.0]
+    assert out[0].tolist() == [0.0] * 9  # other rows untouched
+    assert out[1].tolist() == np.array(want, dtype=np.float32).tolist()
+
+
+def test_free_fractions_kernel(jit_on):
+    tf, nf = np.array([0, 0.5, 1, 0, 0.25, 0.5, 0.75, 1], np.float32), np.array([0, 1, 0, 0.5, 1], np.float32)
+    out_t, out_n = np.zeros(2, np.float32), np.zeros(2, np.float32)
+    kernels.free_fractions(tf, np.array([0, 3]), np.array([1, 3]), out_t, nf, np.array([0, 2]), np.array([1, 1]),
+                           out_n)
+    assert out_t.tolist() == [0.5, 0.75] and out_n.tolist() == [1.0, 0.5]
+
+
+CASES = [
+    {"cluster": "frenzy-testbed", "workload": "synthetic"},
+    {"cluster": "frenzy-testbed", "workload": "synthetic", "predictor": "frenzy", "startup_time": 0.0},
+    {"cluster": "frenzy-testbed", "workload": "synthetic", "placement": "spread", "work_info": "noisy"},
+    {"cluster": "frenzy-testbed", "workload": "synthetic", "queue_slots": 3, "running_slots": 2},
+    {"cluster": "large-1024", "workload": "synthetic-small"},
+    {"cluster": "pai-2020", "workload": "synthetic-small", "predictor": "frenzy"},
+]
+
+
+@pytest.mark.parametrize("kwargs", CASES, ids=[str(i) for i in range(len(CASES))])
+def test_compiled_and_numpy_paths_give_the_same_episode(kwargs, restore_jit):
+    """Two environments, one stepped with the kernels and one with the numpy code: equal observations (bytes),
+    rewards, flags and infos after every step of mostly-resize random play with waits and illegal actions."""
+    envs = [FrenzyEnv(**kwargs), FrenzyEnv(**kwargs)]
+    rng = np.random.default_rng(3)
+
+    def both(method, *args, **kw):
+        outs = []
+        for i, env in enumerate(envs):
+            kernels.set_enabled(i == 0)
+            outs.append(getattr(env, method)(*args, **kw))
+        return outs
+
+    outs = both("reset", seed=5)
+    steps = 0
+    for _ in range(400):
+        obs = outs[0][0]
+        u = rng.random()
+        legal = np.flatnonzero(obs["action_mask"])
+        action = 0 if u < 0.1 else int(rng.integers(-1, envs[0].action_space.n + 1)) if u < 0.13 else int(
+            rng.choice(legal))
+        outs = both("step", action)
+        (o0, *rest0), (o1, *rest1) = outs
+        assert list(o0) == list(o1)
+        for key in o0:
+            assert o0[key].tobytes() == o1[key].tobytes(), (steps, key)
+        assert rest0[:3] == rest1[:3]
+        info0, info1 = rest0[3], rest1[3]
+        assert info0.keys() == info1.keys() and info0["action_mask"].tobytes() == info1["action_mask"].tobytes()
+        assert {k: v for k, v in info0.items() if k != "action_mask"} == {
+            k: v for k, v in info1.items() if k != "action_mask"}
+        steps += 1
+        if rest0[1] or rest0[2]:
+            outs = both("reset", seed=int(rng.integers(100)))
+    assert steps == 400
+
+
+def test_switching_paths_mid_episode_keeps_the_masks_right(restore_jit):
+    """The simulator chooses the path at each call: toggling between steps still gives the reference masks."""
+    spec = ClusterSpec.preset("frenzy-testbed")
+    wl = SyntheticGenerator(num_jobs=60, load=3.0, cluster=spec).generate(1)
+    sim = ClusterSimulator(spec, wl, SimConfig(startup_time=5.0))
+    rng = np.random.default_rng(0)
+    for step in range(300):
+        kernels.set_enabled(step % 3 != 0)
+        queue = np.array(sim.queue[:6], dtype=np.int64)
+        running = np.array(list(sim.running)[:5], dtype=np.int64)
+        out = np.ones((11, sim.num_plans), dtype=bool)
+        count = sim.legal_masks(queue, running, 6, out)
+        want = np.zeros_like(out)
+        if queue.size:
+            want[: queue.size] = sim.start_mask(queue)
+        if running.size:
+            want[6 : 6 + running.size] = sim.resize_mask(running)
+        assert (out == want).all(), step
+        assert count == int(want.sum())
+        cells = np.flatnonzero(out)
+        if cells.size and rng.random() < 0.8:
+            row, plan = divmod(int(rng.choice(cells)), sim.num_plans)
+            ok = sim.start(int(queue[row]), plan) if row < 6 else sim.resize(int(running[row - 6]), plan)
+            assert ok
+        elif sim.has_pending_events():
+            sim.advance()
+        else:
+            break
+        sim.check_invariants()
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_legal_masks_refuse_a_job_that_is_not_running(on, restore_jit):
+    kernels.set_enabled(on)
+    spec = ClusterSpec.preset("frenzy-testbed")
+    sim = ClusterSimulator(spec, SyntheticGenerator(num_jobs=5, load=1.0, cluster=spec).generate(0))
+    with pytest.raises(KeyError):
+        sim.legal_masks(np.zeros(0, np.int64), np.array([0]), 2, np.zeros((3, sim.num_plans), dtype=bool))
+
+
+def test_kernel_functions_refuse_to_run_when_the_kernels_are_off(restore_jit):
+    kernels.set_enabled(False)
+    assert kernels.get("legal_masks") is None
+    with pytest.raises(ValueError, match="FRENZY_ENV_JIT"):
+        kernels.free_fractions(*[np.zeros(1)] * 8)
+
+
+def _enabled_in_subprocess(env_value: str | None, block_numba: bool = False) -> str:
+    code = ("import sys\n"
+            + ("sys.modules['numba'] = None\n" if block_numba else "")
+            + "from frenzy_env import kernels\nfrom frenzy_env.env import FrenzyEnv\n"
+            "env = FrenzyEnv(workload='synthetic-small')\nobs, _ = env.reset(seed=0)\nenv.step(0)\n"
+            "print(kernels.enabled(), kernels.get('legal_masks') is None)\n")
+    environ = {k: v for k, v in os.environ.items() if k != "FRENZY_ENV_JIT"}
+    if env_value is not None:
+        environ["FRENZY_ENV_JIT"] = env_value
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environ, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_the_switch_follows_the_environment_variable_and_numba_availability():
+    assert _enabled_in_subprocess(None) == "True False"
+    assert _enabled_in_subprocess("0") == "False True"
+    assert _enabled_in_subprocess(None, block_numba=True) == "False True"  # no numba: the numpy code runs
