@@ -608,6 +608,7 @@ def plot_results(res: Results, path: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     fig, axes = plt.subplots(2, 2, figsize=(11, 8))
 
@@ -647,9 +648,20 @@ def plot_results(res: Results, path: Path) -> Path:
     ax = axes[1, 1]
     steps = [r for r in res.section("steps") if r.metric == "steps_per_s"]
     if steps:
-        ax.barh([r.case for r in steps], [r.value for r in steps])
+        bars = ax.barh([r.case for r in steps], [r.value for r in steps])
+        for bar, r in zip(bars, steps):  # each env's cost in CartPole steps (the target is at most 10)
+            ratio = res.get("steps", r.case, "cartpole_steps_per_env_step")
+            if math.isfinite(ratio):
+                end = (bar.get_width(), bar.get_y() + bar.get_height() / 2)
+                ax.annotate(f"{ratio:.1f} CartPole steps per step", end, xytext=(4, 0), textcoords="offset points",
+                            va="center", fontsize=8)
+        ax.set_xlim(0, max(r.value for r in steps) * 1.15)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _pos: f"{v / 1000:,.0f}k"))
     ax.set_xlabel("steps per second")
     ax.set_title("environment steps (masked random) vs CartPole-v1")
+    for ax in axes.flat:  # a section that was not run leaves its panel empty: say so
+        if not ax.has_data():
+            ax.text(0.5, 0.5, "section not run", transform=ax.transAxes, ha="center", va="center", color="0.5")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
