@@ -206,6 +206,7 @@ class _SimState(ClusterState):
         self.units = (levels[:, None] // self._tpl) * self._tpl  # (max node GPUs + 1, L): whole tp groups
         self._unit_delta = self.units[None, :, :] - self.units[:, None, :]  # (C+1, C+1, L): [old, new]
         self._unit_delta_rows = [list(row) for row in self._unit_delta]  # [old][new] (L,) rows, read-only
+        self._deltas_n: dict[tuple[int, int, int], np.ndarray] = {}  # (old, new, n) -> n * that row
         self.units_l = self.units.T.tolist()  # [level][free]: ``units`` for Python scalar reads
         c = len(levels)
         self.gain_stride = c
@@ -375,19 +376,28 @@ class _SimState(ClusterState):
             self.free_t[t] += value - old
             self.version += 1
             return
-        free, free_l, deltas = self.free, self.free_l, self._unit_delta_rows
-        changes: dict[tuple[int, int], int] = {}  # (old, new) free counts -> nodes (whole nodes: one pair)
+        free, free_l = self.free, self.free_l
+        olds = [free_l[n] for n in nodes]
         for node, value in zip(nodes, new):
-            change = (free_l[node], value)
-            changes[change] = changes.get(change, 0) + 1
             free[node] = value
             free_l[node] = value
         row = self._cap_rows[t]
-        total = 0
-        for (old, value), n in changes.items():
-            row += deltas[old][value] if n == 1 else deltas[old][value] * n
-            total += (value - old) * n
-        self.free_t[t] += total
+        old, value, n = olds[0], new[0], len(nodes)
+        if olds.count(old) == n and new.count(value) == n:  # one change on every node (whole nodes, say)
+            delta = self._deltas_n.get((old, value, n))
+            if delta is None:
+                delta = self._deltas_n[(old, value, n)] = self._unit_delta_rows[old][value] * n
+            row += delta
+            self.free_t[t] += (value - old) * n
+        else:
+            changes: dict[tuple[int, int], int] = {}  # (old, new) free counts -> nodes
+            for change in zip(olds, new):
+                changes[change] = changes.get(change, 0) + 1
+            total = 0
+            for (old, value), n in changes.items():
+                row += self._unit_delta_rows[old][value] * n
+                total += (value - old) * n
+            self.free_t[t] += total
         self.version += 1
 
     def check(self) -> None:
@@ -1099,8 +1109,14 @@ class ClusterSimulator:
         restart, the job already holds these GPUs and keeps its slot."""
         cfg = self.config
         held, want = placed
-        if slot < 0:
+        rec = self.records[job]
+        now = self.now
+        if slot < 0:  # (a restart keeps the job's status, slot and first start time)
             self.state._take(job, held, want)
+            self.status[job] = RUNNING
+            if math.isnan(rec.start_time):
+                rec.start_time = now
+                self.run_floats[job, 3] = now
             slot = self._free_slots.pop()
             self._slot_of[job] = slot
             if slot == len(self._slot_pf):  # more jobs run at once than ever: more slot rows
@@ -1129,7 +1145,6 @@ class ClusterSimulator:
                     utilisation=cfg.utilisation,
                 )
         will_oom = not self._row_true_l[row][plan]  # = not true_ok[job, plan]
-        now = self.now
         progress_from = now + cfg.startup_time + extra_delay
         self._seq += 1
         version = self._seq  # unique per attempt: events of earlier attempts are recognised as stale
@@ -1137,7 +1152,6 @@ class ClusterSimulator:
         run = _Running(plan, tp, held, want, self._num_nodes, now, progress_from, done_base, rate, will_oom, version)
         self.running[job] = run
         self.running_version += 1
-        self.status[job] = RUNNING
         self.run_plan[job] = plan
         self.run_version[job] = version
         floats = self.run_floats
@@ -1145,10 +1159,6 @@ class ClusterSimulator:
         floats[job, 1] = progress_from
         self._slot_pf[slot] = progress_from
         floats[job, 2] = rate
-        rec = self.records[job]
-        if math.isnan(rec.start_time):
-            rec.start_time = now
-            floats[job, 3] = now
         rec.gpu_type = self.gpu_types[t]
         rec.num_gpus, rec.dp, rec.tp = num, num // tp, tp
         self._set_busy(self.busy_gpus + num)
