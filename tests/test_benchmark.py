@@ -6,6 +6,9 @@ from __future__ import annotations
 import csv
 import json
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -125,3 +128,26 @@ def test_fast_paths_agree_with_reference(cluster, placement):
         sim.check_invariants()
         if sim.done:
             break
+
+
+def _profile_script(*args: str) -> subprocess.CompletedProcess:
+    script = Path(__file__).resolve().parents[1] / "scripts" / "profile_step.py"
+    return subprocess.run([sys.executable, str(script), "--env", "frenzy/HeteroClusterSmall-v0", "--steps", "100",
+                           *args], capture_output=True, text=True, timeout=300)
+
+
+def test_profile_script_reports_the_step_cost_and_where_it_goes(tmp_path):
+    done = _profile_script("--cprofile", "--no-jit", "--out", str(tmp_path / "p.txt"))
+    assert done.returncode == 0, done.stderr
+    assert "us per masked-random step (numpy code" in done.stdout
+    assert "(step)" in done.stdout and "(resize)" in (tmp_path / "p.txt").read_text(encoding="utf-8")
+    bad = _profile_script("--steps", "0")
+    assert bad.returncode == 2 and "--steps must be at least 1, got 0" in bad.stderr
+
+
+def test_profile_script_with_pyinstrument_writes_its_page(tmp_path):
+    pytest.importorskip("pyinstrument")
+    done = _profile_script("--out", str(tmp_path / "p.html"))
+    assert done.returncode == 0, done.stderr
+    assert "compiled kernels" in done.stdout or "numpy code" in done.stdout
+    assert "FrenzyEnv.step" in done.stdout and (tmp_path / "p.html").read_text(encoding="utf-8").startswith("<")
