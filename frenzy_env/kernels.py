@@ -2,13 +2,15 @@
 
 A masked environment step is a few dozen small array operations; in numpy each costs a microsecond of call
 overhead whatever its size. The functions here do the same work as the numpy code they replace in one
-compiled loop each. numba compiles a kernel on its first use in a process and caches the machine code
-beside this file (or, where that folder is read-only, in the user's cache), so later processes load it in
-milliseconds.
+compiled loop each. numba compiles a kernel on its first use and caches the machine code beside this file
+(or, where that folder is read-only, in the user's cache): compiling all three takes about a second once
+per machine, loading them about 0.4 s per process (most of it importing numba), plus about 135 MiB of
+resident memory for numba's compiler.
 
 The numpy code stays, as the reference and the fallback: it runs when numba cannot be imported, or when the
 environment variable ``FRENZY_ENV_JIT=0`` is set (read once, at the first call of :func:`enabled`). Both
-paths give identical masks (``tests/test_kernels.py`` compares them).
+paths give the same masks, observations, rewards and infos (``tests/test_kernels.py`` compares them step by
+step).
 """
 
 from __future__ import annotations
@@ -142,35 +144,19 @@ def _running_rows(out, first, jobs, run_plan, run_floats, restart_count, estimat
         out[row, 6] = 0.0 if v < 0.0 else v
 
 
-def running_rows(
-    out: np.ndarray,
-    first: int,
-    jobs: np.ndarray,
-    run_plan: np.ndarray,
-    run_floats: np.ndarray,
-    restart_count: np.ndarray,
-    estimate: np.ndarray,
-    iter_time: np.ndarray,
-    plan_feats: np.ndarray,
-    now: float,
-    log_t: float,
-) -> None:
-    """Rows ``first .. first + len(jobs)`` of the environment's running block ``out`` (R, 7 + P) float32 for
-    the running ``jobs`` at time ``now`` (see ``FrenzyEnv._running_times``): present, elapsed, time left on
-    the current plan, its GPU count and type features, restarts, progress, time left on each plan, times
-    as ``log1p(seconds) / log_t``; from the simulator's per-job arrays (compiled; ValueError when the numpy
-    code is in use)."""
-    kernel = get("running_rows")
-    if kernel is None:
-        raise ValueError("the compiled kernels are off (numba missing or FRENZY_ENV_JIT=0)")
-    kernel(out, first, jobs, run_plan, run_floats, restart_count, estimate, iter_time, plan_feats, now, log_t)
-
-
 def _free_fractions(type_frac, type_base, free_t, out_t, node_frac, node_base, free, out_n):
     for i in range(free_t.shape[0]):
         out_t[i] = type_frac[type_base[i] + free_t[i]]
     for i in range(free.shape[0]):
         out_n[i] = node_frac[node_base[i] + free[i]]
+
+
+def _require(name: str) -> Any:
+    """:func:`get`, or ValueError when the numpy code is in use."""
+    kernel = get(name)
+    if kernel is None:
+        raise ValueError("the compiled kernels are off (numba missing or FRENZY_ENV_JIT=0)")
+    return kernel
 
 
 def legal_masks(
@@ -198,10 +184,29 @@ def legal_masks(
     cell) ``pairs[s]`` of the nodes it shares (padded with node -1) of ``gain[cell + free[node]]``. Every
     other row is False.
     """
-    kernel = get("legal_masks")
-    if kernel is None:
-        raise ValueError("the compiled kernels are off (numba missing or FRENZY_ENV_JIT=0)")
-    return kernel(cap, tl, thr, nq, q_rows, slots, plans, pairs, pf, now, free, gain, out)
+    return _require("legal_masks")(cap, tl, thr, nq, q_rows, slots, plans, pairs, pf, now, free, gain, out)
+
+
+def running_rows(
+    out: np.ndarray,
+    first: int,
+    jobs: np.ndarray,
+    run_plan: np.ndarray,
+    run_floats: np.ndarray,
+    restart_count: np.ndarray,
+    estimate: np.ndarray,
+    iter_time: np.ndarray,
+    plan_feats: np.ndarray,
+    now: float,
+    log_t: float,
+) -> None:
+    """Rows ``first .. first + len(jobs)`` of the environment's running block ``out`` (R, 7 + P) float32 for
+    the running ``jobs`` at time ``now`` (see ``FrenzyEnv._running_times``): present, elapsed, time left on
+    the current plan, its GPU count and type features, restarts, progress, time left on each plan, times
+    as ``log1p(seconds) / log_t``; from the simulator's per-job arrays (compiled; ValueError when the numpy
+    code is in use)."""
+    kernel = _require("running_rows")
+    kernel(out, first, jobs, run_plan, run_floats, restart_count, estimate, iter_time, plan_feats, now, log_t)
 
 
 def free_fractions(
@@ -217,10 +222,7 @@ def free_fractions(
     """``out_t[i] = type_frac[type_base[i] + free_t[i]]`` and ``out_n[i] = node_frac[node_base[i] + free[i]]``:
     the free fraction of each GPU type and node, looked up in the environment's tables (compiled; ValueError
     when the numpy code is in use)."""
-    kernel = get("free_fractions")
-    if kernel is None:
-        raise ValueError("the compiled kernels are off (numba missing or FRENZY_ENV_JIT=0)")
-    kernel(type_frac, type_base, free_t, out_t, node_frac, node_base, free, out_n)
+    _require("free_fractions")(type_frac, type_base, free_t, out_t, node_frac, node_base, free, out_n)
 
 
 _SOURCES = {"legal_masks": _legal_masks, "running_rows": _running_rows, "free_fractions": _free_fractions}

@@ -34,8 +34,11 @@ def jit_on(restore_jit):
     assert kernels.set_enabled(True)
 
 
-def test_legal_masks_kernel_on_a_hand_computed_instance(jit_on):
-    """One GPU type, tp levels (1, 2); 2 plans (1 and 2 GPUs); one queued job, two running jobs (slots 1, 0)."""
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python source"])
+def test_legal_masks_kernel_on_a_hand_computed_instance(jit_on, compiled):
+    """One GPU type, tp levels (1, 2); 2 plans (1 and 2 GPUs); one queued job, two running jobs (slots 1, 0).
+    The kernel's Python source, run as Python, gives the same."""
+    legal_masks = kernels.legal_masks if compiled else kernels._legal_masks
     cap = np.array([[3, 2]], dtype=np.int64)  # 3 GPUs placeable one by one, 2 in groups of 2
     tl = np.array([[0, 1], [0, 0]], dtype=np.intp)  # queued job: plan 0 at level 1 (cell 0), plan 1 at level 2
     thr = np.array([[1, 4], [9, 9]], dtype=np.intp)  # it needs 1 GPU, and 4 (an unreachable count) for plan 1
@@ -52,27 +55,28 @@ def test_legal_masks_kernel_on_a_hand_computed_instance(jit_on):
     out = np.ones((4, 2), dtype=bool)
     slots = np.array([1, 0], dtype=np.int64)  # running row 0 is slot 1, row 1 is slot 0
     # queue rows: 1 row (q_rows 2: row 1 is an empty queue slot); running rows 2, 3
-    count = kernels.legal_masks(cap, tl, thr, 1, 2, slots, plans, pairs, pf, 100.0, free, gain, out)
+    count = legal_masks(cap, tl, thr, 1, 2, slots, plans, pairs, pf, 100.0, free, gain, out)
     # row 0: 3 >= 1, 2 >= 4 -> [T, F]; row 1 empty -> [F, F]
     # row 2 (slot 1): plan 0: 3 + 1 + 1 = 5 >= 1; plan 1: 2 + 0 + 2 = 4 >= 3 -> [T, T]
     # row 3 (slot 0): plan 0: 3 + 0 + 0 >= 1; plan 1: 2 + 0 + 0 >= 4 is False -> [T, F]
     assert out.tolist() == [[True, False], [False, False], [True, True], [True, False]]
     assert count == 4
     pf[1] = 150.0  # slot 1 is still starting at 100: no resize
-    count = kernels.legal_masks(cap, tl, thr, 1, 2, slots, plans, pairs, pf, 100.0, free, gain, out)
+    count = legal_masks(cap, tl, thr, 1, 2, slots, plans, pairs, pf, 100.0, free, gain, out)
     assert out[2].tolist() == [False, False] and count == 2
     slots[1] = -1  # a job that does not run: reported, nothing written
     before = out.copy()
-    assert kernels.legal_masks(cap, tl, thr, 1, 2, slots, plans, pairs, pf, 100.0, free, gain, out) == -2
+    assert legal_masks(cap, tl, thr, 1, 2, slots, plans, pairs, pf, 100.0, free, gain, out) == -2
     assert (out == before).all()
 
 
-def test_running_rows_kernel_on_a_hand_computed_instance(jit_on):
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python source"])
+def test_running_rows_kernel_on_a_hand_computed_instance(jit_on, compiled):
     """Job 1 on plan 0, first started at 10; its attempt makes progress from 50 with 10 iterations done
     before, 2 per second; estimate 200; 1 s per iteration on plan 0, plan 1 not available; 3 restarts; at 100."""
     out = np.zeros((2, 9), dtype=np.float32)
     run_floats = np.array([[0, 0, 0, 0], [10.0, 50.0, 2.0, 10.0]])
-    kernels.running_rows(
+    (kernels.running_rows if compiled else kernels._running_rows)(
         out, 1, np.array([1]), np.array([-1, 0]), run_floats, np.array([0, 3]), np.array([0.0, 200.0]),
         np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[0.125, 0.5], [0.25, 0.5]]), 100.0, 16.0,
     )
