@@ -58,7 +58,11 @@ def get(name: str) -> Any:
         if kernel is None:
             from numba import njit
 
-            kernel = _COMPILED[name] = njit(cache=True, nogil=True)(_SOURCES[name])
+            try:
+                kernel = njit(cache=True, nogil=True)(_SOURCES[name])
+            except RuntimeError:  # numba found no writable cache folder: compile in every process instead
+                kernel = njit(nogil=True)(_SOURCES[name])
+            _COMPILED[name] = kernel
         _ACTIVE[name] = kernel
     return kernel
 

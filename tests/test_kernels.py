@@ -25,6 +25,7 @@ def restore_jit():
     """Put the kernels switch back as it was after the test."""
     before = kernels.enabled()
     yield
+    kernels.set_enabled(False)  # (drops the kernels a test made active)
     kernels.set_enabled(before)
 
 
@@ -188,6 +189,29 @@ def test_kernel_functions_refuse_to_run_when_the_kernels_are_off(restore_jit):
     assert kernels.get("legal_masks") is None
     with pytest.raises(ValueError, match="FRENZY_ENV_JIT"):
         kernels.free_fractions(*[np.zeros(1)] * 8)
+
+
+def test_without_a_writable_cache_folder_the_kernels_compile_uncached(restore_jit, monkeypatch):
+    """numba refuses ``cache=True`` (RuntimeError) where no cache folder is writable: compile without it."""
+    import numba
+
+    real, calls = numba.njit, []
+
+    def njit(*args, **kw):
+        calls.append(kw.get("cache", False))
+        if kw.get("cache"):
+            raise RuntimeError("cannot cache function: no locator available")
+        return real(*args, **kw)
+
+    monkeypatch.setattr(numba, "njit", njit)
+    monkeypatch.setattr(kernels, "_COMPILED", {})
+    kernels.set_enabled(False)  # (clears the active kernels)
+    assert kernels.set_enabled(True)
+    out_t, out_n = np.zeros(1, np.float32), np.zeros(1, np.float32)
+    kernels.free_fractions(np.array([0, 1], np.float32), np.array([0]), np.array([1]), out_t,
+                           np.array([0, 0.5, 1], np.float32), np.array([0]), np.array([2]), out_n)
+    assert out_t.tolist() == [1.0] and out_n.tolist() == [1.0]
+    assert calls == [True, False]  # asked for the cache, then compiled without it
 
 
 def _enabled_in_subprocess(env_value: str | None, block_numba: bool = False) -> str:
