@@ -15,6 +15,7 @@ package installed (the same version), and any file a workload or a policy reads 
 
 from __future__ import annotations
 
+import socket
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -61,6 +62,8 @@ def connect(address: str | None = None, num_cpus: int | None = None) -> bool:
     ray = import_ray()
     if ray.is_initialized():
         return False
+    if address is not None:
+        _check_listening(address)
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": "warning"}
     try:
         if address is None:
@@ -177,3 +180,20 @@ def _error_line(exc: BaseException) -> str:
 
 
 __all__ = ["RAY_MISSING", "TaskFailure", "connect", "evaluate_ray", "import_ray"]
+
+
+def _check_listening(address: str, timeout_s: float = 5.0) -> None:
+    """ConfigError unless something accepts TCP connections at ``address`` ("host:port" or
+    "ray://host:port"; "auto" and other forms are left to Ray): ``ray.init`` would otherwise wait minutes
+    for a cluster that is not there."""
+    target = address.removeprefix("ray://")
+    host, sep, port = target.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise ConfigError(
+            f"no Ray cluster at address {address!r}: nothing accepts connections there ({exc}). Start one with "
+            "`ray start --head` (it prints the address to join), or check the host and port"
+        ) from exc

@@ -6,6 +6,7 @@ environment with the ``[ray]`` extra. A local Ray instance with 2 CPUs is starte
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -136,6 +137,39 @@ def test_connect_rejects_num_cpus_with_address():
 
     with pytest.raises(ConfigError, match="num_cpus"):
         connect(address="127.0.0.1:1", num_cpus=2)
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_an_address_where_nothing_listens_is_a_clear_error_not_a_wait():
+    """ray.init would wait minutes for a cluster that is not there; connect() checks the port first."""
+    from frenzy_env.distributed import _check_listening
+
+    port = _closed_port()
+    for address in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):
+        with pytest.raises(ConfigError, match=f"no Ray cluster at address '{address}'.*ray start --head"):
+            _check_listening(address)
+    with socket.socket() as sock:  # something listening: no complaint
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        _check_listening(f"127.0.0.1:{sock.getsockname()[1]}")
+    _check_listening("auto")  # (left to Ray: the address ray start wrote on this machine)
+
+
+def test_cli_with_a_dead_address_exits_2_naming_it():
+    pytest.importorskip("ray")
+    port = _closed_port()
+    done = subprocess.run(
+        [sys.executable, "-m", "frenzy_env.cli", "evaluate", "--backend", "ray", "--address", f"127.0.0.1:{port}",
+         "--policies", "fifo", "--workload", "synthetic-small", "--seeds", "1", "--no-progress"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert f"no Ray cluster at address '127.0.0.1:{port}'" in done.stderr
 
 
 # ------------------------------------------------------------------ without Ray
