@@ -486,9 +486,13 @@ class FrenzyEnv(gym.Env):
             self._running_times(self._rstatic, now)
             return
         self._rtime = now
+        self._kernel_rows(kernel, 0, rv, now)
+
+    def _kernel_rows(self, kernel: Any, first: int, jobs: np.ndarray, now: float) -> None:
+        """Rows ``first ..`` of the running block for ``jobs`` by the compiled ``running_rows`` kernel."""
         sim = self.sim
-        kernel(self._obs["running"], 0, rv, sim.run_plan, sim.run_floats, sim.restart_count, sim.work_estimate,
-               sim.avail_iter_time, self._plan_feats, now, _LOG_T)
+        kernel(self._obs["running"], first, jobs, sim.run_plan, sim.run_floats, sim.restart_count,
+               sim.work_estimate, sim.avail_iter_time, self._plan_feats, now, _LOG_T)
 
     def _running_static(self, rv: np.ndarray) -> tuple:
         """Write the fixed columns of the running rows; return what the time-dependent ones need."""
@@ -566,10 +570,8 @@ class FrenzyEnv(gym.Env):
             for i in fresh:
                 self._running_row(i, int(rv[i]))
         else:
-            sim = self.sim
             for i in fresh:
-                kernel(self._obs["running"], i, rv[i : i + 1], sim.run_plan, sim.run_floats, sim.restart_count,
-                       sim.work_estimate, sim.avail_iter_time, self._plan_feats, sim.now, _LOG_T)
+                self._kernel_rows(kernel, i, rv[i : i + 1], self.sim.now)
         return True
 
     def _running_row(self, k: int, job: int) -> None:
