@@ -15,6 +15,21 @@ from gymnasium import spaces
 from frenzy_env import kernels
 from frenzy_env.cluster import ClusterSpec
 from frenzy_env.errors import ConfigError, check_keys
+from frenzy_env.observation import (
+    BATCH_LOG2_SCALE,
+    COUNT_LOG_SCALE,
+    GLOBAL_FEATURES,
+    GPUS_LOG2_SCALE,
+    LOG_TIME_SCALE,
+    MAX_SECONDS,
+    PARAMS_LOG10_SCALE,
+    QUEUE_FEATURES,
+    RESTARTS_SCALE,
+    RUNNING_FEATURES,
+    SEQ_LOG2_SCALE,
+    Q,
+    R,
+)
 from frenzy_env.simulator import QUEUED, RUNNING, ClusterSimulator, SimConfig
 from frenzy_env.workload import Workload, make_generator
 
@@ -27,10 +42,6 @@ except ImportError:  # pragma: no cover  (numpy < 2, or a numpy that moved it)
         _clip = np.clip
 
 _SIM_KEYS = tuple(SimConfig.__dataclass_fields__)
-_LOG_T = 16.0  # log1p(seconds) scale: log1p(1e7 s) ~ 16
-QUEUE_FEATURES = ("present", "wait", "best_time", "params", "batch", "seq_len", "requested_gpus")
-RUNNING_FEATURES = ("present", "elapsed", "remaining_time", "num_gpus", "gpu_type", "restarts", "progress")
-GLOBAL_FEATURES = ("queue_length", "running", "backlog", "arrived", "next_arrival", "busy")
 
 
 class FrenzyEnv(gym.Env):
@@ -174,7 +185,8 @@ class FrenzyEnv(gym.Env):
         cap_t = self.cluster.type_capacity
         self._gpu_share = cap_t / cap_t.sum()  # (T,)
         self._plan_feats = np.stack(  # (P, 2): the num_gpus and gpu_type features of a running job's plan
-            [np.log2(self.sim.plan_count + 1) / 8.0, self.sim.plan_type / max(1, self.sim.num_types - 1)], axis=1
+            [np.log2(self.sim.plan_count + 1) / GPUS_LOG2_SCALE, self.sim.plan_type / max(1, self.sim.num_types - 1)],
+            axis=1,
         )
         self._plan_feats_l = self._plan_feats.tolist()
         self._arange = np.arange(max(q, r))
@@ -382,7 +394,7 @@ class FrenzyEnv(gym.Env):
         """(len(jobs), P): log-scaled predicted seconds to finish on each available plan (0 if none)."""
         with np.errstate(invalid="ignore"):  # 0 iterations left x inf seconds on an impossible plan
             times = remaining[:, None] * self.sim.iter_time[jobs]
-        out = np.log1p(np.minimum(times, 1e12)) / _LOG_T
+        out = np.log1p(np.minimum(times, MAX_SECONDS)) / LOG_TIME_SCALE
         out[~self.sim.available_plans(jobs)] = 0.0
         return out
 
@@ -399,11 +411,11 @@ class FrenzyEnv(gym.Env):
         with np.errstate(invalid="ignore"):
             times = rem[:, None] * sim.iter_time[jobs]  # (n, P) seconds
         best = np.where(avail, times, np.inf).min(axis=1)
-        plan_t = np.log1p(np.minimum(times, 1e12)) / _LOG_T
+        plan_t = np.log1p(np.minimum(times, MAX_SECONDS)) / LOG_TIME_SCALE
         plan_t[~avail] = 0.0
-        rows[:, 0] = 1.0
-        rows[:, 2] = np.log1p(np.minimum(best, 1e12)) / _LOG_T
-        rows[:, 3:7] = self._static_features[jobs]
+        rows[:, Q.present] = 1.0
+        rows[:, Q.best_time] = np.log1p(np.minimum(best, MAX_SECONDS)) / LOG_TIME_SCALE
+        rows[:, Q.params : Q.requested_gpus + 1] = self._static_features[jobs]
         rows[:, len(QUEUE_FEATURES) :] = plan_t
         np.clip(rows, 0.0, 2.0, out=rows)
         return rows
@@ -436,8 +448,8 @@ class FrenzyEnv(gym.Env):
             self._qtime = None
             self._qsubmit = sim.submit[qv]  # (nq,) submit times of the visible queue
         if nq and self._qtime != sim.now:
-            wait = block[:nq, 1]
-            wait[:] = np.log1p(np.maximum(0.0, sim.now - self._qsubmit)) / _LOG_T
+            wait = block[:nq, Q.wait]
+            wait[:] = np.log1p(np.maximum(0.0, sim.now - self._qsubmit)) / LOG_TIME_SCALE
             _clip(wait, 0.0, 2.0, out=wait)
             self._qtime = sim.now
 
@@ -492,7 +504,7 @@ class FrenzyEnv(gym.Env):
         """Rows ``first ..`` of the running block for ``jobs`` by the compiled ``running_rows`` kernel."""
         sim = self.sim
         kernel(self._obs["running"], first, jobs, sim.run_plan, sim.run_floats, sim.restart_count,
-               sim.work_estimate, sim.avail_iter_time, self._plan_feats, now, _LOG_T)
+               sim.work_estimate, sim.avail_iter_time, self._plan_feats, now, LOG_TIME_SCALE)
 
     def _running_static(self, rv: np.ndarray) -> tuple:
         """Write the fixed columns of the running rows; return what the time-dependent ones need."""
@@ -500,9 +512,9 @@ class FrenzyEnv(gym.Env):
         nr = len(rv)
         cur = sim.run_plan[rv]  # (R,)
         rows = self._obs["running"][:nr]
-        rows[:, 0] = 1.0
-        rows[:, 3:5] = self._plan_feats[cur]
-        rows[:, 5] = np.minimum(sim.restart_count[rv] / 10.0, 2.0)
+        rows[:, R.present] = 1.0
+        rows[:, R.num_gpus : R.gpu_type + 1] = self._plan_feats[cur]
+        rows[:, R.restarts] = np.minimum(sim.restart_count[rv] / RESTARTS_SCALE, 2.0)
         floats = sim.run_floats[rv].T.copy()  # (4, R) done_base, progress_from, rate, first start
         estimate = sim.work_estimate[rv]
         cur_cells = cur + 1 + self._arange[:nr] * (1 + self.num_plans)  # cells of the current plans in _rbuf
@@ -519,14 +531,14 @@ class FrenzyEnv(gym.Env):
         scaled = self._rbuf[:nr]  # (R, 1 + P) float64
         times = scaled[:, 1:]
         np.multiply(iter_time, rem[:, None], out=times)
-        np.minimum(times, 1e12, out=times)
+        np.minimum(times, MAX_SECONDS, out=times)
         np.maximum(0.0, now - started, out=scaled[:, 0])
         np.log1p(scaled, out=scaled)
-        scaled /= _LOG_T
+        scaled /= LOG_TIME_SCALE
         rows = self._obs["running"][:nr]
-        rows[:, 1] = scaled[:, 0]
-        rows[:, 2] = scaled.take(cur_cells)  # the current plan is always available
-        rows[:, 6] = 1.0 - rem / estimate_pos
+        rows[:, R.elapsed] = scaled[:, 0]
+        rows[:, R.remaining_time] = scaled.take(cur_cells)  # the current plan is always available
+        rows[:, R.progress] = 1.0 - rem / estimate_pos
         rows[:, len(RUNNING_FEATURES) :] = times
         _clip(rows, 0.0, 2.0, out=rows)
 
@@ -586,21 +598,21 @@ class FrenzyEnv(gym.Env):
         rem = max(0.0, estimate - progress)
         scaled, times = self._row_scratch  # (1 + P,) and its (P,) tail; the block's rows are computed already
         np.multiply(sim.avail_iter_time[job], rem, out=times)
-        np.minimum(times, 1e12, out=times)
+        np.minimum(times, MAX_SECONDS, out=times)
         scaled[0] = max(0.0, now - started)
         np.log1p(scaled, out=scaled)
-        scaled /= _LOG_T
+        scaled /= LOG_TIME_SCALE
         row = self._rrows[k]
         feats = self._plan_feats_l[plan]
         # the clip to [0, 2] of the other path, where it can change something: every value is >= 0, the
         # times are at most log1p(1e12) / 16 < 2, the plan features and the progress at most 1
-        row[: len(RUNNING_FEATURES)] = [
+        row[: len(RUNNING_FEATURES)] = [  # in RUNNING_FEATURES order
             1.0,
             min(float(scaled[0]), 2.0),
             scaled[plan + 1],
             feats[0],
             feats[1],
-            min(record.restarts / 10.0, 2.0),
+            min(record.restarts / RESTARTS_SCALE, 2.0),
             1.0 - rem / max(estimate, 1e-9),
         ]
         row[len(RUNNING_FEATURES) :] = times
@@ -624,12 +636,12 @@ class FrenzyEnv(gym.Env):
         g = obs["globals"]
         nq, nrun = len(sim.queue), len(sim.running)
         nxt = float(sim.submit[sim._next_arrival]) - sim.now if sim._next_arrival < sim.num_jobs else 0.0
-        values = [
-            math.log1p(nq) / 10.0,
+        values = [  # in GLOBAL_FEATURES order
+            math.log1p(nq) / COUNT_LOG_SCALE,
             min(nrun / self.running_slots, 2.0),
-            math.log1p(max(0, nq - self.queue_slots)) / 10.0,
+            math.log1p(max(0, nq - self.queue_slots)) / COUNT_LOG_SCALE,
             sim._next_arrival / sim.num_jobs,
-            math.log1p(max(0.0, nxt)) / _LOG_T,
+            math.log1p(max(0.0, nxt)) / LOG_TIME_SCALE,
             sim.busy_gpus / self.cluster.num_gpus,
         ]
         g[:] = values
@@ -656,10 +668,10 @@ class FrenzyEnv(gym.Env):
                     k = memo[key] = len(rows)
                     rows.append(
                         [
-                            math.log10(max(j.model.num_params, 1)) / 12.0,
-                            math.log2(max(j.batch_size, 1)) / 12.0,
-                            math.log2(max(j.seq_len, 1)) / 16.0,
-                            math.log2((j.requested_gpus or 0) + 1) / 8.0,
+                            math.log10(max(j.model.num_params, 1)) / PARAMS_LOG10_SCALE,
+                            math.log2(max(j.batch_size, 1)) / BATCH_LOG2_SCALE,
+                            math.log2(max(j.seq_len, 1)) / SEQ_LOG2_SCALE,
+                            math.log2((j.requested_gpus or 0) + 1) / GPUS_LOG2_SCALE,
                         ]
                     )
                 index[i] = k

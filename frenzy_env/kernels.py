@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from frenzy_env.observation import MAX_SECONDS, RESTARTS_SCALE, R
+
 _STATE: dict[str, bool] = {}  # "enabled", once decided
 _COMPILED: dict[str, Any] = {}  # name -> compiled kernel
 _ACTIVE: dict[str, Any] = {}  # the same while the kernels are in use, else empty (one look-up in get())
@@ -111,8 +113,16 @@ def _legal_masks(cap, tl, thr, nq, q_rows, slots, plans, pairs, pf, now, free, g
     return count
 
 
+# the running block's columns (module constants: numba compiles them in as literals)
+_R_PRESENT, _R_ELAPSED, _R_REMAINING = R.present, R.elapsed, R.remaining_time
+_R_NUM_GPUS, _R_GPU_TYPE, _R_RESTARTS, _R_PROGRESS = R.num_gpus, R.gpu_type, R.restarts, R.progress
+_R_COUNT = R.count
+_MAX_SECONDS = MAX_SECONDS
+_RESTARTS_SCALE = RESTARTS_SCALE
+
+
 def _running_rows(out, first, jobs, run_plan, run_floats, restart_count, estimate, iter_time, plan_feats, now, log_t):
-    # columns as env.RUNNING_FEATURES (7), then one per plan; the numpy code's operations in its order, for
+    # columns as observation.RUNNING_FEATURES, then one per plan; the numpy code's operations in its order, for
     # the same numbers; every value is >= 0 (times, counts, progress <= estimate), so of its clip to [0, 2]
     # only the upper bound can act (and NaN stays NaN)
     p = iter_time.shape[1]
@@ -130,22 +140,22 @@ def _running_rows(out, first, jobs, run_plan, run_floats, restart_count, estimat
         if elapsed < 0.0:
             elapsed = 0.0
         v = math.log1p(elapsed) / log_t
-        out[row, 0] = 1.0
-        out[row, 1] = 2.0 if v > 2.0 else v
+        out[row, _R_PRESENT] = 1.0
+        out[row, _R_ELAPSED] = 2.0 if v > 2.0 else v
         for q in range(p):
             t = iter_time[j, q] * rem
-            if t > 1e12:
-                t = 1e12
+            if t > _MAX_SECONDS:
+                t = _MAX_SECONDS
             v = math.log1p(t) / log_t  # < 2: log1p(1e12) / 16 = 1.73
-            out[row, 7 + q] = v
+            out[row, _R_COUNT + q] = v
             if q == plan:
-                out[row, 2] = v
-        out[row, 3] = plan_feats[plan, 0]  # in [0, 1]
-        out[row, 4] = plan_feats[plan, 1]
-        v = restart_count[j] / 10.0
-        out[row, 5] = 2.0 if v > 2.0 else v
+                out[row, _R_REMAINING] = v
+        out[row, _R_NUM_GPUS] = plan_feats[plan, 0]  # in [0, 1]
+        out[row, _R_GPU_TYPE] = plan_feats[plan, 1]
+        v = restart_count[j] / _RESTARTS_SCALE
+        out[row, _R_RESTARTS] = 2.0 if v > 2.0 else v
         v = 1.0 - rem / max(estimate[j], 1e-9)
-        out[row, 6] = 0.0 if v < 0.0 else v
+        out[row, _R_PROGRESS] = 0.0 if v < 0.0 else v
 
 
 def _free_fractions(type_frac, type_base, free_t, out_t, node_frac, node_base, free, out_n):
