@@ -201,13 +201,13 @@ class FrenzyEnv(gym.Env):
         self._needs_reset = True
 
     # views of _fbuf, _mask8 and _rbuf: copies and pickles would make them separate arrays
-    _VIEWS = ("_obs_flat", "_obs", "_mask", "_mask_rows", "_gpus_free", "_rrows", "_row_scratch")
+    _VIEWS = ("_obs", "_mask", "_mask_rows", "_gpus_free", "_rrows", "_row_scratch")
 
     def _bind_views(self) -> None:
         """(Re)create the views of the observation buffers ``_fbuf`` and ``_mask8`` (and of the scratch
         ``_rbuf``) that the fill methods write through."""
         q, r, p = self.queue_slots, self.running_slots, self.num_plans
-        flat = self._obs_flat = {k: self._fbuf[part] for k, part in self._float_parts}  # flat entries
+        flat = {k: self._fbuf[part] for k, part in self._float_parts}  # flat entries
         flat["action_mask"] = self._mask8
         self._obs = dict(flat)  # the same buffers, queue and running as 2-D views
         self._obs["queue"] = flat["queue"].reshape(self.queue_shape)
@@ -389,14 +389,6 @@ class FrenzyEnv(gym.Env):
         self._mask[0] = sim.has_pending_events()
         rows = self._mask_rows
         self._legal_moves = sim.legal_masks(self._visible_queue, self._visible_running, self.queue_slots, rows)
-
-    def _plan_times(self, jobs: np.ndarray, remaining: np.ndarray) -> np.ndarray:
-        """(len(jobs), P): log-scaled predicted seconds to finish on each available plan (0 if none)."""
-        with np.errstate(invalid="ignore"):  # 0 iterations left x inf seconds on an impossible plan
-            times = remaining[:, None] * self.sim.iter_time[jobs]
-        out = np.log1p(np.minimum(times, MAX_SECONDS)) / LOG_TIME_SCALE
-        out[~self.sim.available_plans(jobs)] = 0.0
-        return out
 
     def _queue_rows(self, jobs: np.ndarray) -> np.ndarray:
         """(len(jobs), F + P) float32 rows of queued ``jobs`` without the wait column (it depends on time).
