@@ -115,9 +115,8 @@ def run_command(handler: Callable[[argparse.Namespace], int], args: argparse.Nam
 
 
 def guarded(command: str, handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
-    """``handler(args)``, with a bad value (:class:`FrenzyError` or ``ValueError``) printed as one line
-    ``frenzy COMMAND: error: ...`` and exit code 2 (``memory`` and ``plan``, whose handlers are also called
-    without :func:`run_command`)."""
+    """Run ``handler(args)`` of ``frenzy COMMAND`` (memory, plan), printing a bad value (:class:`FrenzyError`
+    or ``ValueError``) as one line ``frenzy COMMAND: error: ...`` and returning exit code 2."""
     try:
         return handler(args)
     except (FrenzyError, ValueError) as exc:
