@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from frenzy_env.benchmark import MODES, fit_exponent, run_benchmark, scaled_cluster
 from frenzy_env.cli import main
-from frenzy_env.cli_benchmark import MODES, fit_exponent, run_benchmark, scaled_cluster
 from frenzy_env.cluster import ClusterSpec
 from frenzy_env.placement import capacity_by_tp, place
 from frenzy_env.simulator import ClusterSimulator, SimConfig

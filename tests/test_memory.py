@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from frenzy_env.cli_memory import add_memory_parsers
+from frenzy_env.cli import memory as memory_cli
+from frenzy_env.cli import plan as plan_cli
 from frenzy_env.errors import ConfigError, UnknownNameError
 from frenzy_env.memory import (
     CONTEXT_BYTES,
@@ -419,7 +420,9 @@ def test_all_rankings_return_the_same_set():
 # ---------------------------------------------------------------------------------------------- CLI
 def _cli(argv, capsys):
     parser = argparse.ArgumentParser(prog="frenzy")
-    add_memory_parsers(parser.add_subparsers(dest="command", required=True))
+    sub = parser.add_subparsers(dest="command", required=True)
+    memory_cli.add_parser(sub)
+    plan_cli.add_parser(sub)
     args = parser.parse_args(argv)
     rc = args.func(args)
     out = capsys.readouterr()

@@ -31,7 +31,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from frenzy_env.cli import non_negative_int, positive_int
+from frenzy_env.cli.common import non_negative_int, positive_int
 from frenzy_env.errors import ConfigError
 
 _TRACE_KEYS = {"format": str, "max_jobs": int, "load_scale": float, "exclude": str}
@@ -63,7 +63,7 @@ def parse_trace(text: str) -> Any:
     return TraceWindows(path=path, **kwargs)
 
 
-def add_parsers(sub: Any) -> None:
+def add_parser(sub: Any) -> None:
     """Register ``frenzy train`` on an argparse subparsers object (torch is imported only when it runs)."""
     p = sub.add_parser(
         "train",
@@ -126,7 +126,7 @@ def add_parsers(sub: Any) -> None:
         "every node); default: start a local Ray",
     )
     r.add_argument("--num-cpus", type=positive_int, default=None, help="CPUs of the local Ray (default: all)")
-    p.set_defaults(func=cmd_train)
+    p.set_defaults(func=run)
 
 
 _TOP = {
@@ -240,7 +240,7 @@ def build_rllib_config(args: argparse.Namespace) -> Any:
     return RLlibTrainConfig.from_dict(data)
 
 
-def _cmd_train_rllib(args: argparse.Namespace) -> int:
+def _run_rllib(args: argparse.Namespace) -> int:
     from agents.rllib import train_rllib
 
     out = train_rllib(build_rllib_config(args))
@@ -253,11 +253,11 @@ def _cmd_train_rllib(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_train(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """``frenzy train``: check that every flag fits ``--backend``, then train with it."""
     check_backend_flags(args)
     if getattr(args, "backend", "sb3") == "rllib":
-        return _cmd_train_rllib(args)
+        return _run_rllib(args)
     from agents.ppo import train
     from frenzy_env.cluster import ClusterSpec
     from frenzy_env.workload import make_generator

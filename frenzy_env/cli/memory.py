@@ -1,42 +1,28 @@
-"""The ``frenzy memory`` and ``frenzy plan`` subcommands (MARP from the command line).
-
-``frenzy memory``: peak memory per GPU of one job on one (dp, tp) layout::
+"""``frenzy memory``: peak memory per GPU of one job on one (dp, tp) layout (MARP from the command line)::
 
     frenzy memory --model gpt2-medium --batch-size 16 --seq-len 1024 --dp 2 --tp 1 [--method frenzy] [--json]
     frenzy memory --vocab 50257 --hidden 1024 --layers 24 --heads 16 --batch-size 16 --seq-len 1024
 
-``frenzy plan``: every feasible (GPU type, dp, tp) plan, ranked::
-
-    frenzy plan --model llama-7b --batch-size 64 --seq-len 2048 --gpus A100-80GB,RTX3090-24GB [--ranking min_gpus]
-
-:func:`add_memory_parsers` registers both on an ``argparse`` subparsers object; each handler returns an exit
-code (0 ok, 1 no plan fits, 2 bad input).
+Also the model and job arguments ``frenzy plan`` shares (:func:`add_model_args`, :func:`add_job_args` and the
+values they give). Exit codes: 0 ok, 2 bad input.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
-import sys
+from typing import Any
 
-from frenzy_env.errors import ConfigError, FrenzyError
-from frenzy_env.memory import (
-    DEFAULT_METHOD,
-    DEFAULT_RANKING,
-    METHODS,
-    PRECISIONS,
-    RANKINGS,
-    GiB,
-    estimate_memory,
-    plan_resources,
-)
+from frenzy_env.cli.common import guarded
+from frenzy_env.errors import ConfigError
+from frenzy_env.memory import DEFAULT_METHOD, METHODS, PRECISIONS, GiB, estimate_memory
 from frenzy_env.models import ModelSpec, custom_model, get_model, list_models
 
 _SHAPE_ARGS = ("vocab", "hidden", "layers", "heads")
 
 
-def _add_model_args(p: argparse.ArgumentParser) -> None:
+def add_model_args(p: argparse.ArgumentParser) -> None:
+    """The model arguments: ``--model NAME`` or a custom shape (read back by :func:`model_from_args`)."""
     g = p.add_argument_group("model (--model NAME, or a custom shape)")
     g.add_argument("--model", help=f"catalogue model: {', '.join(list_models())}")
     g.add_argument("--vocab", type=int, help="vocabulary size V (custom shape)")
@@ -51,7 +37,9 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-seq-len", type=int, help="size of the learned position table (default 1024)")
 
 
-def _add_job_args(p: argparse.ArgumentParser) -> None:
+def add_job_args(p: argparse.ArgumentParser) -> None:
+    """Batch, sequence length, estimator, ``--json`` and the extended method's options
+    (read back by :func:`options_from_args`)."""
     p.add_argument("--batch-size", type=int, required=True, help="global batch (sequences per iteration)")
     p.add_argument("--seq-len", type=int, required=True, help="tokens per sequence")
     p.add_argument(
@@ -68,7 +56,8 @@ def _add_job_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-context", action="store_true", default=None, help="leave out the CUDA context")
 
 
-def _model_from_args(args: argparse.Namespace) -> ModelSpec:
+def model_from_args(args: argparse.Namespace) -> ModelSpec:
+    """The :class:`ModelSpec` the model arguments name or describe."""
     shape = {k: getattr(args, k) for k in _SHAPE_ARGS}
     extra = {
         "kv_heads": args.kv_heads,
@@ -99,7 +88,8 @@ def _model_from_args(args: argparse.Namespace) -> ModelSpec:
     )
 
 
-def _options_from_args(args: argparse.Namespace) -> dict[str, object]:
+def options_from_args(args: argparse.Namespace) -> dict[str, object]:
+    """The extended method's options that were given, as keyword arguments of the estimators."""
     opts = {
         "precision": args.precision,
         "zero_stage": args.zero_stage,
@@ -118,16 +108,28 @@ def _gib(x: float) -> str:
     return f"{x / GiB:.2f} GiB"
 
 
-def _run_guarded(cmd: str, fn, args: argparse.Namespace) -> int:
-    try:
-        return fn(args)
-    except (FrenzyError, ValueError) as exc:
-        print(f"frenzy {cmd}: error: {exc}", file=sys.stderr)
-        return 2
+def add_parser(subparsers: Any) -> None:
+    """Register ``frenzy memory`` on ``subparsers`` (from ``ArgumentParser.add_subparsers``)."""
+    pm = subparsers.add_parser(
+        "memory",
+        help="peak GPU memory of a training job (MARP)",
+        description="Peak memory per GPU of one training job on a dp x tp layout.",
+    )
+    add_model_args(pm)
+    add_job_args(pm)
+    pm.add_argument("--dp", type=int, default=1, help="data-parallel degree (default 1)")
+    pm.add_argument("--tp", type=int, default=1, help="tensor-parallel degree (default 1)")
+    pm.add_argument("--gpus-per-node", type=int, default=8, help="tp may not exceed this (default 8)")
+    pm.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``frenzy memory``: print the estimate (exit code 0, or 2 for bad input)."""
+    return guarded("memory", _memory, args)
 
 
 def _memory(args: argparse.Namespace) -> int:
-    model = _model_from_args(args)
+    model = model_from_args(args)
     if args.tp is not None and args.gpus_per_node is not None and args.tp > args.gpus_per_node:
         raise ConfigError(
             f"tp={args.tp} exceeds --gpus-per-node={args.gpus_per_node}: a tensor-parallel group stays in one node"
@@ -139,7 +141,7 @@ def _memory(args: argparse.Namespace) -> int:
         dp=args.dp,
         tp=args.tp,
         method=args.method,
-        **_options_from_args(args),
+        **options_from_args(args),
     )
     if args.json:
         out = {
@@ -171,105 +173,3 @@ def _memory(args: argparse.Namespace) -> int:
     print(f"  {'= overhead':<22}{_gib(est.overhead_bytes):>16}")
     print(f"  {'TOTAL per GPU':<22}{_gib(est.total_bytes):>16}")
     return 0
-
-
-def _plan(args: argparse.Namespace) -> int:
-    model = _model_from_args(args)
-    plans = plan_resources(
-        model,
-        batch_size=args.batch_size,
-        seq_len=args.seq_len,
-        gpu_types=args.gpus,
-        method=args.method,
-        ranking=args.ranking,
-        max_gpus=args.max_gpus,
-        gpus_per_node=args.gpus_per_node,
-        with_times=True,
-        **_options_from_args(args),
-    )
-    shown = plans[: args.top] if args.top else list(plans)
-    if args.json:
-        rows = [
-            {
-                "rank": i + 1,
-                "gpu_type": p.gpu_type,
-                "num_gpus": p.num_gpus,
-                "dp": p.dp,
-                "tp": p.tp,
-                "predicted_bytes_per_gpu": p.predicted_bytes_per_gpu,
-                "capacity_bytes": p.capacity_bytes,
-                "est_iter_time": None if math.isnan(p.est_iter_time) else p.est_iter_time,
-            }
-            for i, p in enumerate(shown)
-        ]
-        print(json.dumps(rows, indent=2))
-    else:
-        print(
-            f"{model.name}, batch {args.batch_size}, seq {args.seq_len}, method {args.method}, "
-            f"ranking {args.ranking}: {len(plans)} feasible plan(s)"
-        )
-        if shown:
-            print(
-                f"{'rank':>4}  {'gpu_type':<14}{'gpus':>5}{'dp':>5}{'tp':>4}{'pred/GPU':>12}{'capacity':>11}"
-                f"{'util':>7}{'iter (s)':>10}"
-            )
-            for i, p in enumerate(shown):
-                print(
-                    f"{i + 1:>4}  {p.gpu_type:<14}{p.num_gpus:>5}{p.dp:>5}{p.tp:>4}"
-                    f"{p.predicted_bytes_per_gpu / GiB:>8.2f} GiB{p.capacity_bytes / GiB:>7.0f} GiB"
-                    f"{p.mem_util:>7.0%}{p.est_iter_time:>10.3f}"
-                )
-    if not plans:
-        print(f"frenzy plan: {plans.reason}", file=sys.stderr)
-        return 1
-    return 0
-
-
-def add_memory_parsers(subparsers) -> None:
-    """Register ``memory`` and ``plan`` on ``subparsers`` (from ``ArgumentParser.add_subparsers``).
-
-    Each subcommand sets ``func(args) -> int`` (exit code: 0 ok, 1 no feasible plan, 2 bad input).
-    """
-    pm = subparsers.add_parser(
-        "memory",
-        help="peak GPU memory of a training job (MARP)",
-        description="Peak memory per GPU of one training job on a dp x tp layout.",
-    )
-    _add_model_args(pm)
-    _add_job_args(pm)
-    pm.add_argument("--dp", type=int, default=1, help="data-parallel degree (default 1)")
-    pm.add_argument("--tp", type=int, default=1, help="tensor-parallel degree (default 1)")
-    pm.add_argument("--gpus-per-node", type=int, default=8, help="tp may not exceed this (default 8)")
-    pm.set_defaults(func=lambda a: _run_guarded("memory", _memory, a))
-
-    pp = subparsers.add_parser(
-        "plan",
-        help="feasible (GPU type, dp, tp) plans of a job, ranked",
-        description="Every (GPU type, dp, tp) plan that fits in memory, best first.",
-    )
-    _add_model_args(pp)
-    _add_job_args(pp)
-    pp.add_argument("--gpus", help="comma-separated GPU types (default: the whole catalogue)")
-    pp.add_argument(
-        "--ranking",
-        choices=RANKINGS,
-        default=DEFAULT_RANKING,
-        help=f"plan order (default {DEFAULT_RANKING}: fewest GPUs, then the smallest GPU that fits)",
-    )
-    pp.add_argument("--max-gpus", type=int, default=64, help="largest dp*tp considered (default 64)")
-    pp.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node: the tp limit (default 8)")
-    pp.add_argument("--top", type=int, default=0, help="show only the first N plans (default all)")
-    pp.set_defaults(func=lambda a: _run_guarded("plan", _plan, a))
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point (the package's ``frenzy`` command calls :func:`add_memory_parsers`)."""
-    parser = argparse.ArgumentParser(prog="frenzy")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_memory_parsers(sub)
-    args = parser.parse_args(argv)
-    return int(args.func(args))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,37 +1,14 @@
-"""``frenzy benchmark``: how fast the environment, the simulator, the baselines and MARP are.
+"""The benchmark's measurements: what each section runs and times (see :mod:`frenzy_env.benchmark`).
 
-Sections (``--sections``, default all):
-
-``steps``
-    environment steps per second with masked-random actions on ``frenzy/HeteroCluster-v0`` and
-    ``frenzy/Large1024-v0``, Gymnasium's ``CartPole-v1`` steps per second in the same run, and their ratio
-    (how many CartPole steps one environment step costs: a machine-independent figure). Every rate is the
-    best of ``repeats`` interleaved rounds, so a busy machine disturbs the ratio less.
-``replay``
-    jobs per second and wall time of every baseline replaying traces on ``large-1024`` through the
-    environment (``run_episode``'s loop, with decision latencies). With ``--data-dir`` (the shared data
-    folder) the full Philly trace (82,247 jobs) and the ITP cluster traces; without it the shipped ITP extract.
-``latency``
-    decision latency per policy (median, p99) against cluster size (64, 1,024, 10,000 GPUs) and queue
-    length (10, 100, 1,000 queued jobs) on a half-busy cluster.
-``marp``
-    MARP estimates per second: scalar ``estimate_memory``, plans per second of ``estimate_memory_array``
-    and whole ``plan_resources`` searches per second.
-``scaling``
-    wall time of a synthetic replay (Frenzy baseline, ``large-1024``) against the number of jobs (1k, 10k,
-    100k) and against the number of GPUs, each in a fresh process, with the fitted growth exponent and the
-    peak resident memory of each run (the 100,000-job one is the memory figure).
-
-Outputs: a table on stdout, ``benchmark.csv`` (section, case, metric, value, unit), ``benchmark.json``
-(rows and the machine) and ``benchmark.png`` (scaling curves, latency, step rates) in ``--out``.
-No number here is asserted anywhere; they are measurements of the machine they ran on.
+:class:`BenchConfig` says how much of each section to run (:data:`MODES`: quick, default, full); the
+``bench_*`` functions add their measurements to a :class:`Results`; :func:`run_benchmark` runs the chosen
+sections in order. The scaling section runs each replay in a fresh process (``python -m frenzy_env.benchmark
+--child SPEC``, :func:`child_replay`), so that its peak memory is that run's alone.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import csv
 import dataclasses
 import json
 import math
@@ -467,7 +444,7 @@ def bench_marp(cfg: BenchConfig, res: Results, log: Callable[[str], None]) -> No
     log("  marp: done")
 
 
-def _child_replay(spec: dict[str, Any]) -> dict[str, float]:
+def child_replay(spec: dict[str, Any]) -> dict[str, float]:
     """Run in a fresh process: one synthetic replay (see :func:`bench_scaling`); returns its figures."""
     from baselines import make_policy
     from frenzy_env.env import FrenzyEnv
@@ -489,7 +466,7 @@ def _child_replay(spec: dict[str, Any]) -> dict[str, float]:
 
 
 def _run_child(spec: dict[str, Any]) -> dict[str, float]:
-    cmd = [sys.executable, "-m", "frenzy_env.cli_benchmark", "--child", json.dumps(spec)]
+    cmd = [sys.executable, "-m", "frenzy_env.benchmark", "--child", json.dumps(spec)]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise FrenzyError(f"benchmark child process failed: {proc.stderr.strip().splitlines()[-1:]}")
@@ -528,173 +505,6 @@ def bench_scaling(cfg: BenchConfig, res: Results, log: Callable[[str], None]) ->
         walls.append(out["wall_s"] + out["build_s"])
         log(f"  scaling {case}: {out['wall_s']:.1f} s")
     res.add("scaling_gpus", "all points", "exponent", fit_exponent(list(cfg.scaling_gpus), walls), "")
-
-
-# ------------------------------------------------------------------------------------------ output
-def summary_table(res: Results, machine: dict[str, Any], mode: str) -> str:
-    """The headline numbers as a Markdown table (what README's Performance section shows)."""
-    lines = ["| measurement | value |", "|---|---|"]
-
-    def add(label: str, value: float, fmt: str) -> None:
-        if math.isfinite(value):
-            lines.append(f"| {label} | {format(value, fmt)} |")
-
-    add("start-up of the compiled kernels in this process, s (load, or compile on a first run)",
-        res.get("startup", "compiled kernels", "seconds"), ".2f")
-
-    for r in res.section("steps"):
-        if r.metric == "steps_per_s":
-            add(f"{r.case}: steps/s (masked random)" if r.case != "CartPole-v1" else "CartPole-v1: steps/s",
-                r.value, ",.0f")
-        elif r.metric == "cartpole_steps_per_env_step":
-            cpu = res.get("steps", r.case, "cartpole_steps_per_env_step_cpu")
-            lines.append(f"| {r.case}: CartPole steps per env step | {r.value:.1f} (by CPU time {cpu:.1f}) |")
-    cases = dict.fromkeys(r.case for r in res.section("replay"))
-    for case in cases:
-        wall = res.get("replay", case, "wall_s")
-        cpu = res.get("replay", case, "cpu_s")
-        jps = res.get("replay", case, "jobs_per_s")
-        med = res.get("replay", case, "latency_median_ms")
-        flag = "" if res.get("replay", case, "complete") else " (incomplete)"
-        lines.append(f"| replay {case} on {REPLAY_CLUSTER} | {wall:,.1f} s ({cpu:,.1f} s CPU), {jps:,.0f} jobs/s, "
-                     f"median decision {med:.3f} ms{flag} |")
-    lat = [r for r in res.section("latency") if r.metric == "latency_median_ms"]
-    for r in lat:
-        p99 = res.get("latency", r.case, "latency_p99_ms")
-        lines.append(f"| decision latency {r.case} | median {r.value:.3f} ms, p99 {p99:.3f} ms |")
-    for r in res.section("marp"):
-        add(f"MARP {r.case}: {r.metric.replace('_', ' ')}", r.value, ",.0f")
-    for r in res.section("scaling_jobs"):
-        if r.metric == "total_s":
-            rss = res.get("scaling_jobs", r.case, "peak_rss_mb")
-            cpu = res.get("scaling_jobs", r.case, "cpu_s")
-            start = res.get("scaling_jobs", r.case, "kernels_s")
-            lines.append(f"| synthetic build + replay {r.case} | {r.value:,.1f} s (replay {cpu:,.1f} s CPU; "
-                         f"kernel start-up before it {start:.2f} s), peak RSS {rss:,.0f} MiB |")
-        elif r.metric == "exponent":
-            add(f"growth exponent in jobs ({r.case})", r.value, ".2f")
-    for r in res.section("scaling_gpus"):
-        if r.metric == "total_s":
-            lines.append(f"| synthetic build + replay {r.case} | {r.value:,.1f} s |")
-        elif r.metric == "exponent":
-            add(f"growth exponent in GPUs ({r.case})", r.value, ".2f")
-    head = (f"Measured in `{mode}` mode on {machine['cpu']} ({machine['cores']} cores, {machine['memory_gb']} GB; "
-            f"load average {machine['load_average_1m']} at the start), Python {machine['python']}, "
-            f"numpy {machine['numpy']}, gymnasium {machine['gymnasium']}; kernels: {machine['kernels']}.")
-    return head + "\n\n" + "\n".join(lines) + "\n"
-
-
-def write_outputs(res: Results, machine: dict[str, Any], out: Path, mode: str, plot: bool = True) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "benchmark.csv", out / "benchmark.json", out / "benchmark.md"]
-    with open(paths[0], "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(["section", "case", "metric", "value", "unit"])
-        for r in res.rows:
-            w.writerow([r.section, r.case, r.metric, f"{r.value:.6g}", r.unit])
-    paths[1].write_text(
-        json.dumps({"mode": mode, "machine": machine, "rows": [dataclasses.asdict(r) for r in res.rows]}, indent=1),
-        encoding="utf-8",
-    )
-    paths[2].write_text(summary_table(res, machine, mode), encoding="utf-8")
-    if plot:
-        paths.append(plot_results(res, out / "benchmark.png"))
-    return paths
-
-
-def plot_results(res: Results, path: Path) -> Path:
-    """Scaling curves (with the fitted exponents), decision latency and step rates in one PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import matplotlib.ticker
-
-    fig, axes = plt.subplots(2, 2, figsize=(11, 8))
-
-    def curve(ax: Any, section: str, key: str, xlabel: str) -> None:
-        pts = []
-        for r in res.section(section):
-            if r.metric == "total_s":
-                pts.append((res.get(section, r.case, "jobs" if key == "jobs" else "gpus"), r.value))
-        if pts:
-            x, y = np.array(sorted(pts)).T
-            ax.loglog(x, y, "o-")
-            exp = res.get(section, "all points", "exponent")
-            ax.set_title(f"build + replay time vs {key} (fitted exponent {exp:.2f})")
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("seconds")
-        ax.grid(True, which="both", alpha=0.3)
-
-    curve(axes[0, 0], "scaling_jobs", "jobs", "jobs (synthetic, large-1024)")
-    curve(axes[0, 1], "scaling_gpus", "GPUs", "GPUs")
-    ax = axes[1, 0]
-    series: dict[str, list[tuple[float, float]]] = {}
-    for r in res.section("latency"):
-        if r.metric == "latency_median_ms":
-            where, policy = r.case.rsplit(" / ", 1)
-            gpus = where.split(" GPUs")[0]
-            q = float(where.split("queue ")[1].replace(",", ""))
-            series.setdefault(f"{policy}, {gpus} GPUs", []).append((q, r.value))
-    for label, pts in series.items():
-        x, y = np.array(sorted(pts)).T
-        ax.loglog(x, y, "o-", label=label, linewidth=1)
-    ax.set_xlabel("queued jobs")
-    ax.set_ylabel("median decision latency (ms)")
-    ax.set_title("decision latency")
-    if series:
-        ax.legend(fontsize=6, ncol=2)
-    ax.grid(True, which="both", alpha=0.3)
-    ax = axes[1, 1]
-    steps = [r for r in res.section("steps") if r.metric == "steps_per_s"]
-    if steps:
-        bars = ax.barh([r.case for r in steps], [r.value for r in steps])
-        for bar, r in zip(bars, steps):  # each env's cost in CartPole steps (the target is at most 10)
-            ratio = res.get("steps", r.case, "cartpole_steps_per_env_step")
-            if math.isfinite(ratio):
-                end = (bar.get_width(), bar.get_y() + bar.get_height() / 2)
-                ax.annotate(f"{ratio:.1f} CartPole steps per step", end, xytext=(4, 0), textcoords="offset points",
-                            va="center", fontsize=8)
-        ax.set_xlim(0, max(r.value for r in steps) * 1.15)
-        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _pos: f"{v / 1000:,.0f}k"))
-    ax.set_xlabel("steps per second")
-    ax.set_title("environment steps (masked random) vs CartPole-v1")
-    for ax in axes.flat:  # a section that was not run leaves its panel empty: say so
-        if not ax.has_data():
-            ax.text(0.5, 0.5, "section not run", transform=ax.transAxes, ha="center", va="center", color="0.5")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-
-# ------------------------------------------------------------------------------------------ command
-def add_parsers(sub: Any) -> None:
-    """Register ``frenzy benchmark``."""
-    from frenzy_env.cli import choice_list
-
-    p = sub.add_parser(
-        "benchmark",
-        help="measure env steps/s (vs CartPole), trace replay, decision latency, MARP, scaling, memory",
-        description="Benchmark the environment and the baselines; print a table and write CSV, JSON, "
-        "Markdown and a PNG. The default run takes a few minutes; --quick takes seconds, --full much longer.",
-    )
-    size = p.add_mutually_exclusive_group()
-    size.add_argument("--quick", action="store_true", help="tiny run (seconds): a smoke test of every section")
-    size.add_argument("--full", action="store_true", help="every baseline on every whole trace; long")
-    p.add_argument(
-        "--sections", type=choice_list("section", SECTIONS), default=SECTIONS,
-        help=f"comma list of {', '.join(SECTIONS)}",
-    )
-    p.add_argument("--policies", default=None, help="comma list of baselines (default: every registered one "
-                   "except random for replays; all for latency)")
-    p.add_argument("--data-dir", type=Path, default=None,
-                   help="shared data folder holding traces/philly/philly.csv and traces/itp/*.csv (without it "
-                   "the replay uses the shipped ITP extract)")
-    p.add_argument("--out", type=Path, default=Path("benchmark_out"), help="output folder (default benchmark_out)")
-    p.add_argument("--no-plot", action="store_true", help="no PNG")
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
-    p.set_defaults(func=cmd_benchmark)
 
 
 def run_benchmark(
@@ -737,34 +547,3 @@ def run_benchmark(
             bench_scaling(cfg, res, log)
         log(f"  ({time.perf_counter() - t0:.0f} s)")
     return res
-
-
-def cmd_benchmark(args: argparse.Namespace) -> int:
-    if args.data_dir is not None and not args.data_dir.is_dir():
-        raise FrenzyError(f"--data-dir: no such folder {str(args.data_dir)!r}")
-    mode = "quick" if args.quick else "full" if args.full else "default"
-    cfg = MODES[mode]
-    policies = [p.strip() for p in args.policies.split(",") if p.strip()] if args.policies else None
-    machine = machine_info()
-    log = (lambda _msg: None) if args.quiet else (lambda msg: print(msg, flush=True))
-    res = run_benchmark(cfg, args.sections, data_dir=args.data_dir, policies=policies, log=log)
-    paths = write_outputs(res, machine, args.out, mode, plot=not args.no_plot)
-    print()
-    print(summary_table(res, machine, mode))
-    print("wrote " + ", ".join(str(p) for p in paths))
-    return 0
-
-
-def _child_main(argv: list[str]) -> int:
-    spec = json.loads(argv[1])
-    out = _child_replay(spec)
-    print(json.dumps(out))
-    return 0
-
-
-if __name__ == "__main__":  # the fresh process of a scaling run
-    if len(sys.argv) == 3 and sys.argv[1] == "--child":
-        sys.exit(_child_main(sys.argv[1:]))
-    from frenzy_env.cli import main
-
-    sys.exit(main(["benchmark", *sys.argv[1:]]))

@@ -1,62 +1,17 @@
-"""The ``frenzy`` command: memory, plan, evaluate (and more as they land).
-
-Every handler returns an exit code. Errors a user can fix (bad names, bad files, bad values) are printed as
-one line ``frenzy: error: ...`` with exit code 2 and no traceback; any other failure (a policy that raises,
-say) is printed as one line with exit code 1 (``FRENZY_DEBUG=1`` re-raises it with its traceback). Invalid
-arguments exit with argparse's usage message and code 2.
+"""``frenzy evaluate``: run scheduling policies on workloads over seeds and print tables of JCT, GPU-hours and
+more with 95% confidence intervals (episodes one after another here, or as Ray tasks with ``--backend ray``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from frenzy_env.cli.common import CommandFailed, csv_list, positive_int
 from frenzy_env.errors import FrenzyError
-
-
-def _int_at_least(text: str, minimum: int, expected: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = minimum - 1
-    if value < minimum:
-        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
-    return value
-
-
-def positive_int(text: str) -> int:
-    """argparse type: a positive integer (shared by every subcommand)."""
-    return _int_at_least(text, 1, "a positive integer")
-
-
-def non_negative_int(text: str) -> int:
-    """argparse type: an integer >= 0."""
-    return _int_at_least(text, 0, "an integer >= 0")
-
-
-def choice_list(kind: str, known: tuple[str, ...]) -> Any:
-    """argparse type: a comma list of names from ``known`` (e.g. benchmark sections, reproduce scenarios)."""
-
-    def parse(text: str) -> tuple[str, ...]:
-        items = tuple(t.strip() for t in text.split(",") if t.strip())
-        bad = [t for t in items if t not in known]
-        if not items or bad:
-            raise argparse.ArgumentTypeError(f"unknown {kind}(s) {bad or text!r}; known: {', '.join(known)}")
-        return items
-
-    return parse
-
-
-def _csv_list(text: str) -> list[str]:
-    items = [t.strip() for t in text.split(",") if t.strip()]
-    if not items:
-        raise argparse.ArgumentTypeError(f"expected a comma-separated list, got {text!r}")
-    return items
-
 
 DEFAULT_POLICIES = ("frenzy", "asrpt", "doubling", "fifo", "sjf", "ppo")
 
@@ -68,20 +23,21 @@ def default_policies() -> list[str]:
     return list(DEFAULT_POLICIES)
 
 
-def _add_evaluate(sub: Any) -> None:
+def add_parser(sub: Any) -> None:
+    """Register ``frenzy evaluate``."""
     p = sub.add_parser(
         "evaluate",
         help="run policies on workloads over seeds; tables with 95%% confidence intervals",
         description="Run scheduling policies through the environment and summarise JCT, GPU-hours and more.",
     )
     p.add_argument(
-        "--policies", type=_csv_list, default=None,
+        "--policies", type=csv_list, default=None,
         help="comma list of {frenzy,asrpt,doubling,sia,fifo,sjf,random,ppo,rllib} (default: "
         f"{','.join(DEFAULT_POLICIES)}); ppo takes its model from --model, rllib (a policy trained with "
         "frenzy train --backend rllib) needs --rllib-checkpoint",
     )
     p.add_argument("--cluster", default="frenzy-testbed", help="cluster preset (default: frenzy-testbed)")
-    p.add_argument("--workload", type=_csv_list, default=["itp-default"], help="workload preset(s)")
+    p.add_argument("--workload", type=csv_list, default=["itp-default"], help="workload preset(s)")
     p.add_argument("--trace", type=Path, default=None, help="a trace CSV instead of --workload")
     p.add_argument("--trace-format", choices=("itp", "philly", "canonical"), default="canonical")
     p.add_argument(
@@ -116,7 +72,7 @@ def _add_evaluate(sub: Any) -> None:
     p.add_argument("--address", default=None, help="Ray cluster address for --backend ray (e.g. auto, HOST:6379)")
     p.add_argument("--num-cpus", type=positive_int, default=None,
                    help="CPUs of the local Ray instance --backend ray starts without --address (default: all)")
-    p.set_defaults(func=cmd_evaluate)
+    p.set_defaults(func=run)
 
 
 def _workload_factory(args: argparse.Namespace, cluster: Any = None) -> tuple[list[str], Any]:
@@ -148,14 +104,6 @@ def _workload_factory(args: argparse.Namespace, cluster: Any = None) -> tuple[li
     return names, lambda name: gens[name]
 
 
-class _EpisodeFailed(Exception):
-    """An episode of ``frenzy evaluate`` failed; the message says which and where the results so far are."""
-
-    def __init__(self, message: str, exit_code: int) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
-
-
 def _evaluate_locally(
     args: argparse.Namespace, make_env: Any, policies: dict, workloads: list[str], seeds: range, save: Any,
     names: list[str], saved: Any,
@@ -179,7 +127,7 @@ def _evaluate_locally(
         where = f"episode {done + 1} ({workloads[w]}, policy {names[p]}, seed {seed})"
         kept = f"; the {done} finished episode(s) are saved in {out}" if out is not None and done else ""
         kind = "" if isinstance(exc, FrenzyError) else f"{type(exc).__name__}: "
-        raise _EpisodeFailed(
+        raise CommandFailed(
             f"{where} failed: {kind}{exc}{kept}", 2 if isinstance(exc, FrenzyError) else 1
         ) from exc
 
@@ -199,7 +147,8 @@ def _evaluate_on_ray(
             ray.shutdown()
 
 
-def cmd_evaluate(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    """``frenzy evaluate``: check the arguments, run every episode, print (and with ``--out`` write) the tables."""
     import pandas as pd
 
     from baselines import POLICIES, make_policy
@@ -305,61 +254,3 @@ def _report_failures(failures: list) -> None:
     lines = "\n".join(f"  {f.describe()}" for f in failures)
     print(f"frenzy: {len(failures)} episode(s) failed on every attempt and are left out of the tables:\n{lines}",
           file=sys.stderr)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="frenzy", description="frenzy-env: GPU-cluster scheduling for LLM training, as a Gymnasium env."
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
-    from frenzy_env.cli_memory import add_memory_parsers
-
-    add_memory_parsers(sub)
-    _add_evaluate(sub)
-    import importlib
-
-    for module in _EXTRA_COMMANDS:
-        try:
-            mod = importlib.import_module(f"frenzy_env.{module}")
-        except ModuleNotFoundError as exc:  # a command module not written yet
-            if exc.name != f"frenzy_env.{module}":
-                raise
-            continue
-        mod.add_parsers(sub)
-    return parser
-
-
-# further subcommands, each in its own module with ``add_parsers(subparsers)``
-_EXTRA_COMMANDS = ("cli_benchmark", "cli_train", "cli_reproduce")
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except FrenzyError as exc:
-        print(f"frenzy: error: {_one_line(exc)}", file=sys.stderr)
-        return 2
-    except OSError as exc:  # missing, unreadable or unwritable files and directories
-        print(f"frenzy: error: {_one_line(exc)}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("frenzy: interrupted", file=sys.stderr)
-        return 130
-    except Exception as exc:  # a bug or a failing policy: one line, no traceback unless asked for
-        if os.environ.get("FRENZY_DEBUG"):
-            raise
-        code = getattr(exc, "exit_code", 1)
-        kind = "" if isinstance(exc, _EpisodeFailed) else f"{type(exc).__name__}: "
-        print(f"frenzy: error: {kind}{_one_line(exc)} (FRENZY_DEBUG=1 shows the traceback)", file=sys.stderr)
-        return code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -6,13 +6,13 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from frenzy_env.cli import choice_list, positive_int
+from frenzy_env.cli.common import choice_list, positive_int
 from frenzy_env.errors import FrenzyError
 
 DEFAULT_DATA_DIR = Path("..") / "shared" / "data"  # relative to the current directory
 
 
-def add_parsers(sub: Any) -> None:
+def add_parser(sub: Any) -> None:
     """Register ``frenzy reproduce``."""
     from frenzy_env.reproduce import SCENARIOS
 
@@ -45,10 +45,11 @@ def add_parsers(sub: Any) -> None:
         "(default 60 with --quick, 600 otherwise)",
     )
     p.add_argument("--no-progress", action="store_true", help="no per-episode lines")
-    p.set_defaults(func=cmd_reproduce)
+    p.set_defaults(func=run)
 
 
-def cmd_reproduce(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    """``frenzy reproduce``: find the data, run the scenarios, print the claims table and write the outputs."""
     from frenzy_env.reproduce import ReproduceConfig, claims_markdown, run_reproduce, write_outputs
 
     data_dir = args.data_dir

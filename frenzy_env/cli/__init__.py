@@ -1,0 +1,35 @@
+"""The ``frenzy`` command: the top layer of the package, one module per subcommand (memory, plan, evaluate,
+benchmark, train, reproduce), each with ``add_parser(subparsers)`` and ``run(args) -> int``.
+
+Every subcommand is always registered; baselines, agents and optional packages (Ray) are imported only when
+a command runs, and a missing one is reported then. Errors are printed as one line with an exit code (see
+:mod:`frenzy_env.cli.common`); invalid arguments exit with argparse's usage message and code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from frenzy_env.cli import benchmark, evaluate, memory, plan, reproduce, train
+from frenzy_env.cli.common import run_command
+
+COMMANDS = (memory, plan, evaluate, benchmark, train, reproduce)  # in the order `frenzy --help` lists them
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``frenzy`` parser with every subcommand; each sets ``func``, its ``run``."""
+    parser = argparse.ArgumentParser(
+        prog="frenzy", description="frenzy-env: GPU-cluster scheduling for LLM training, as a Gymnasium env."
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for command in COMMANDS:
+        command.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv`` (default: the command line), run the subcommand and return its exit code."""
+    args = build_parser().parse_args(argv)
+    return run_command(args.func, args)
+

@@ -1,0 +1,66 @@
+"""The ``frenzy`` command's package: every subcommand is registered, a missing package is reported as one line
+naming it and its pip extra (exit 2), and the benchmark's child process answers its one JSON line."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import subprocess
+import sys
+
+import pytest
+
+from frenzy_env.cli import COMMANDS, build_parser, main
+from frenzy_env.cli.common import missing_package, run_command
+
+
+def test_every_subcommand_is_registered():
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert list(sub.choices) == ["memory", "plan", "evaluate", "benchmark", "train", "reproduce"]
+    assert all(callable(c.add_parser) and callable(c.run) for c in COMMANDS)
+
+
+@pytest.mark.parametrize(
+    ("module", "words"),
+    [
+        ("ray", ["'ray'", 'pip install -e ".[ray]"']),
+        ("ray.rllib", ["'ray'", 'pip install -e ".[ray]"']),
+        ("sklearn", ["'scikit-learn'", "pip install -e ."]),
+        ("sb3_contrib", ["'sb3-contrib'", "pip install -e ."]),
+    ],
+)
+def test_a_missing_package_is_one_line_naming_it_and_exit_2(module, words, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, module.split(".")[0], None)  # an import of it now fails
+    args = argparse.Namespace(command="train")
+    assert run_command(lambda _args: importlib.import_module(module), args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("frenzy: error: frenzy train needs the package")
+    assert all(w in err for w in words), err
+
+
+def test_a_missing_module_of_this_project_is_a_bug_not_a_dependency():
+    exc = ModuleNotFoundError("No module named 'baselines.nothing'", name="baselines.nothing")
+    assert missing_package(exc, "evaluate") is None
+    assert missing_package(ImportError("cannot import name 'x'"), "evaluate") is None
+
+
+def test_a_command_whose_dependency_is_missing_reports_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "sb3_contrib", None)
+    for name in [m for m in sys.modules if m == "agents.ppo" or m.startswith("agents.ppo.")]:
+        monkeypatch.delitem(sys.modules, name)  # imported afresh, without sb3_contrib
+    assert main(["train", "--timesteps", "1", "--no-progress", "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "'sb3-contrib'" in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_benchmark_child_process_prints_its_figures():
+    spec = {"jobs": 20, "gpus": 64, "policy": "fifo", "budget_s": 60.0}
+    proc = subprocess.run(
+        [sys.executable, "-m", "frenzy_env.benchmark", "--child", json.dumps(spec)],
+        capture_output=True, text=True, timeout=300, check=True,
+    )
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["complete"] == 1.0 and out["jobs_done"] == 20 and out["peak_rss_mb"] > 0
+    bad = subprocess.run([sys.executable, "-m", "frenzy_env.benchmark"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "frenzy benchmark" in bad.stderr
