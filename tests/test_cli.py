@@ -17,7 +17,7 @@ from frenzy_env.cli.common import missing_package, run_command
 
 def test_every_subcommand_is_registered():
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    assert list(sub.choices) == ["memory", "plan", "evaluate", "benchmark", "train", "reproduce"]
+    assert list(sub.choices) == ["memory", "plan", "evaluate", "benchmark", "train", "reproduce", "data"]
     assert all(callable(c.add_parser) and callable(c.run) for c in COMMANDS)
 
 
@@ -64,3 +64,27 @@ def test_benchmark_child_process_prints_its_figures():
     assert out["complete"] == 1.0 and out["jobs_done"] == 20 and out["peak_rss_mb"] > 0
     bad = subprocess.run([sys.executable, "-m", "frenzy_env.benchmark"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "frenzy benchmark" in bad.stderr
+
+
+def test_data_command_lists_locates_and_names_traces(tmp_path, capsys, monkeypatch) -> None:
+    """`frenzy data list/path` on an empty cache, then a trace placed in the cache used by name in evaluate."""
+    from frenzy_env.workload import data_path
+
+    assert main(["data", "--cache-dir", str(tmp_path), "list"]) == 0
+    out = capsys.readouterr().out
+    assert "itp-cluster02" in out and "philly" in out and "not cached" in out
+    assert main(["data", "--cache-dir", str(tmp_path), "path", "itp-cluster02"]) == 2
+    assert "frenzy data fetch itp-cluster02" in capsys.readouterr().err
+    assert main(["data", "--cache-dir", str(tmp_path), "fetch", "no-such-trace"]) == 2
+    assert "no-such-trace" in capsys.readouterr().err
+    # a cached trace (here the shipped ITP extract, in the itp format) is found by name, with its format
+    (tmp_path / "itp-cluster02.csv").write_bytes(data_path("itp_cluster02_extract.csv").read_bytes())
+    monkeypatch.setenv("FRENZY_ENV_CACHE", str(tmp_path))
+    assert main(["data", "path", "itp-cluster02"]) == 0
+    assert capsys.readouterr().out.strip() == str(tmp_path / "itp-cluster02.csv")
+    code = main(["evaluate", "--trace", "itp-cluster02", "--policies", "fifo", "--seeds", "1", "--max-jobs", "8",
+                 "--json"])
+    assert code == 0
+    assert '"itp-cluster02"' in capsys.readouterr().out
+    assert main(["evaluate", "--trace", "itp-clustr02", "--policies", "fifo", "--seeds", "1"]) == 2
+    assert "did you mean 'itp-cluster02'" in capsys.readouterr().err

@@ -1,5 +1,5 @@
 """The ``frenzy`` command: the top layer of the package, one module per subcommand (memory, plan, evaluate,
-benchmark, train, reproduce), each with ``add_parser(subparsers)`` and ``run(args) -> int``.
+benchmark, train, reproduce, data), each with ``add_parser(subparsers)`` and ``run(args) -> int``.
 
 Every subcommand is always registered; baselines, agents and optional packages (Ray) are imported only when
 a command runs, and a missing one is reported then. Errors are printed as one line with an exit code (see
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import argparse
 
-from frenzy_env.cli import benchmark, evaluate, memory, plan, reproduce, train
+from frenzy_env.cli import benchmark, data, evaluate, memory, plan, reproduce, train
 from frenzy_env.cli.common import run_command
 
-COMMANDS = (memory, plan, evaluate, benchmark, train, reproduce)  # in the order `frenzy --help` lists them
+COMMANDS = (memory, plan, evaluate, benchmark, train, reproduce, data)  # in the order `frenzy --help` lists them
 
 
 def build_parser() -> argparse.ArgumentParser:

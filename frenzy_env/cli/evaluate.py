@@ -38,8 +38,15 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--cluster", default="frenzy-testbed", help="cluster preset (default: frenzy-testbed)")
     p.add_argument("--workload", type=csv_list, default=["itp-default"], help="workload preset(s)")
-    p.add_argument("--trace", type=Path, default=None, help="a trace CSV instead of --workload")
-    p.add_argument("--trace-format", choices=("itp", "philly", "canonical"), default="canonical")
+    p.add_argument(
+        "--trace", default=None, metavar="NAME|PATH",
+        help="a trace instead of --workload: a cached public trace by name (`frenzy data list`) or a CSV file",
+    )
+    p.add_argument(
+        "--trace-format", choices=("itp", "philly", "canonical"), default=None,
+        help="the file's format (default: the catalogue's for a named trace, else canonical; see "
+        "docs/trace_format.md)",
+    )
     p.add_argument(
         "--max-jobs", type=positive_int, default=None,
         help="keep the first N jobs of a trace (synthetic workloads: generate N jobs)",
@@ -83,11 +90,18 @@ def _workload_factory(args: argparse.Namespace, cluster: Any = None) -> tuple[li
     from frenzy_env.workload import TraceGenerator, make_generator
 
     if args.trace is not None:
-        if not args.trace.is_file():
-            raise FrenzyError(f"--trace: no such file {str(args.trace)!r}")
-        gen = TraceGenerator(str(args.trace), format=args.trace_format, max_jobs=args.max_jobs)
+        from frenzy_env import datasets
+
+        try:
+            path = datasets.resolve(args.trace)
+        except datasets.DatasetError as exc:
+            raise FrenzyError(f"--trace: {exc}") from None
+        fmt = args.trace_format
+        if fmt is None:
+            fmt = datasets.trace_format(args.trace) if args.trace in datasets.CATALOGUE else "canonical"
+        gen = TraceGenerator(str(path), format=fmt, max_jobs=args.max_jobs)
         gen.generate(0)  # validate the file now, before any episode runs
-        names = [args.trace.name]
+        names = [args.trace if args.trace in datasets.CATALOGUE else path.name]
         return names, lambda _name: gen
     names = list(args.workload)
     gens = {name: make_generator(name) for name in names}  # unknown names fail before any episode runs
