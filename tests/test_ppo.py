@@ -1,4 +1,4 @@
-"""agents/ppo.py: set-structured policy, the shipped model, `frenzy train`, safe loading."""
+"""agents/ppo/: set-structured policy, the shipped model, `frenzy train`, safe loading."""
 
 from __future__ import annotations
 

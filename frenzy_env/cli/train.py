@@ -1,5 +1,5 @@
 """The ``frenzy train`` subcommand: train a PPO scheduler, with stable-baselines3's MaskablePPO (``--backend
-sb3``, the default; agents/ppo.py) or Ray RLlib's PPO (``--backend rllib``; agents/rllib.py).
+sb3``, the default; agents/ppo/) or Ray RLlib's PPO (``--backend rllib``; agents/rllib.py).
 
 ::
 

@@ -1,0 +1,112 @@
+"""Loading a trained MaskablePPO model as a scheduler: the shipped model's path, checks and :class:`PPOPolicy`.
+
+Loading a model runs pickle
+---------------------------
+A stable-baselines3 ``.zip`` stores some objects with (cloud)pickle; :func:`load_policy` therefore executes
+code from the file. Only load model files you trust (the shipped :data:`DEFAULT_MODEL_PATH` or ones you
+trained). :func:`load_policy` refuses anything that is not an existing regular file named explicitly, and
+reads exactly that file (stable-baselines3 would otherwise try ``PATH.zip``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch as th
+
+from frenzy_env.errors import ConfigError
+
+MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
+#: The trained model shipped with the package (frenzy-testbed cluster, 32 queue / 16 running slots).
+DEFAULT_MODEL_PATH = MODELS_DIR / "ppo_frenzy_testbed.zip"
+#: The full training configuration of :data:`DEFAULT_MODEL_PATH`.
+DEFAULT_CONFIG_PATH = MODELS_DIR / "ppo_frenzy_testbed.json"
+
+
+def check_model_path(path: str | os.PathLike) -> Path:
+    """The path as a :class:`Path` if it names an existing regular file; else a clear ConfigError."""
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError(f"model file {str(p)!r} does not exist")
+    if not p.is_file():
+        raise ConfigError(f"model path {str(p)!r} is not a regular file (a model is a .zip file)")
+    return p
+
+
+class PPOPolicy:
+    """A loaded MaskablePPO model with the stable-baselines3 ``predict`` signature, bound to an env.
+
+    ``predict(obs, state=None, episode_start=None, deterministic=True, action_masks=None)``: when
+    ``action_masks`` is None the bound env's ``action_masks()`` is used.
+    """
+
+    name = "ppo"
+    oracle = False
+
+    def __init__(self, model: Any, env: Any = None, path: Path | None = None) -> None:
+        self.model = model
+        self.env = env.unwrapped if env is not None else None
+        self.path = path
+
+    def reset(self) -> None:
+        """Nothing to reset (the policy is memoryless)."""
+
+    def predict(
+        self,
+        observation: Any,
+        state: Any = None,
+        episode_start: Any = None,
+        deterministic: bool = True,
+        action_masks: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, Any]:
+        if action_masks is None and self.env is not None:
+            action_masks = self.env.action_masks()
+        return self.model.predict(
+            observation,
+            state=state,
+            episode_start=episode_start,
+            deterministic=deterministic,
+            action_masks=action_masks,
+        )
+
+
+def load_policy(env: Any = None, path: str | os.PathLike | None = None) -> PPOPolicy:
+    """Load a trained MaskablePPO model (default: the shipped :data:`DEFAULT_MODEL_PATH`) for ``env``.
+
+    Security: the file is unpickled (stable-baselines3 stores objects with cloudpickle), which can run
+    arbitrary code: load only files you trust. ``path`` must be an existing regular file (a directory, a
+    missing path or a non-file raises :class:`~frenzy_env.errors.ConfigError` naming it); exactly that file
+    is read. If ``env`` is given, its observation and action spaces must match the model's.
+    Sets ``torch.set_num_threads(1)``: the policy sees one observation at a time, where more threads are
+    slower.
+    """
+    from sb3_contrib import MaskablePPO
+
+    p = check_model_path(DEFAULT_MODEL_PATH if path is None else path)
+    th.set_num_threads(1)  # one observation per call: extra threads only add synchronisation
+    custom = {"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": lambda _: 0.0}
+    with open(p, "rb") as fh:
+        try:
+            model = MaskablePPO.load(fh, device="cpu", custom_objects=custom)
+        except Exception as exc:  # a zip that is not an SB3 model, or a corrupt file
+            raise ConfigError(f"cannot load model file {str(p)!r}: {exc}") from None
+    if env is not None:
+        base = env.unwrapped
+        if model.action_space.n != base.action_space.n or any(
+            model.observation_space[k].shape != base.observation_space[k].shape for k in base.observation_space.spaces
+        ):
+            raise ConfigError(
+                f"model {str(p)!r} was trained for action space {model.action_space} and observation shapes "
+                f"{ {k: s.shape for k, s in model.observation_space.spaces.items()} }; this env has "
+                f"{base.action_space} (cluster {base.cluster.name!r}, queue_slots={base.queue_slots}, "
+                f"running_slots={base.running_slots})"
+            )
+    return PPOPolicy(model, env, p)
+
+
+def make_ppo_policy(env: Any, model: str | os.PathLike | None = None) -> PPOPolicy:
+    """Factory in the shape of ``baselines.make_policy``: ``make_ppo_policy(env, model=PATH)``."""
+    return load_policy(env, model)

@@ -1,0 +1,342 @@
+"""The MaskablePPO policy network: a set encoder over the env's queue and running slots and per-(slot, plan) heads.
+
+The observation holds Q queue slots and R running slots, each a row of job features followed by the job's
+predicted run time on each of the P plan slots. The policy treats the slots as *sets*:
+
+1. :class:`SlotSetExtractor`: one shared MLP embeds every queue row, another every running row (the same
+   weights for every slot, so the embeddings are permutation-equivariant); masked mean and max pooling over
+   the present slots plus the GPU, node and global features give a context vector that does not depend on
+   slot order.
+2. :class:`SlotPlanHead`: a logit for every action in the env's own layout ``1 + Q*P + R*P``: "wait" from
+   the context; "start queue slot k on plan p" from a small MLP over (slot embedding k, a learned embedding
+   of plan p, pair features: predicted time of k on p, availability, time above the job's best plan, free
+   share of p's GPU type, p's GPU count, and the context); resize logits likewise from the running slots.
+   The same weights score every (slot, plan) pair, so the policy is equivariant to slot order and learns
+   "which job, on how many GPUs of which type" from the per-plan time features rather than 865 separate
+   output units. The value is an MLP of the context.
+
+Masks come from the env (``action_masks()``); MaskablePPO puts -inf on illegal logits.
+:class:`SlotPlanPolicy` is the stable-baselines3 policy class that assembles both; :func:`policy_kwargs_for`
+gives its keyword arguments for an env. Saved models refer to it as ``agents.ppo.SlotPlanPolicy``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from torch import nn
+
+from agents.ppo.config import PPOConfig
+from frenzy_env.errors import ConfigError
+
+
+def _mlp(sizes: list[int]) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    for a, b in zip(sizes[:-1], sizes[1:]):
+        layers += [nn.Linear(a, b), nn.ReLU()]
+    return nn.Sequential(*layers)
+
+
+def _masked_pool(emb: th.Tensor, present: th.Tensor) -> th.Tensor:
+    """Mean and max over present slots: emb (B, S, d), present (B, S) -> (B, 2d); zeros when none."""
+    w = present.unsqueeze(-1)  # (B, S, 1)
+    count = w.sum(1).clamp(min=1.0)  # (B, 1)
+    mean = (emb * w).sum(1) / count
+    neg = th.finfo(emb.dtype).min
+    mx = emb.masked_fill(w == 0, neg).max(1).values
+    mx = th.where(present.any(1, keepdim=True), mx, th.zeros_like(mx))
+    return th.cat([mean, mx], dim=-1)
+
+
+class SlotSetExtractor(BaseFeaturesExtractor):
+    """Set encoder over queue and running slots; output is a flat tensor the :class:`SlotPlanHead` splits.
+
+    Parameters
+    ----------
+    observation_space : the env's Dict space.
+    queue_slots, running_slots : Q and R of the env.
+    plan_type : (P,) GPU-type index of each plan slot (``sim.plan_type``).
+    plan_count : (P,) GPU count of each plan slot (``sim.plan_count``).
+    embed_dim : slot embedding width d.
+    context_dim : width of the pooled context vector.
+
+    The flat output is ``[context (C) | queue embeddings (Q*d) | running embeddings (R*d) | queue plan
+    times (Q*P) | running plan times (R*P) | queue best time (Q) | running remaining time (R) | free share
+    per plan (P)]``; :meth:`split` returns the pieces with their shapes.
+    """
+
+    def __init__(
+        self,
+        observation_space: spaces.Dict,
+        queue_slots: int,
+        running_slots: int,
+        plan_type: list[int],
+        plan_count: list[int],
+        embed_dim: int = 64,
+        context_dim: int = 128,
+    ) -> None:
+        q, r, p = int(queue_slots), int(running_slots), len(plan_type)
+        qf = observation_space["queue"].shape[0] // q
+        rf = observation_space["running"].shape[0] // r
+        if qf * q != observation_space["queue"].shape[0] or qf <= p:
+            raise ConfigError(
+                f"queue observation of size {observation_space['queue'].shape[0]} does not match "
+                f"queue_slots={q} and {p} plans"
+            )
+        n_types = observation_space["gpus"].shape[0] // 2
+        n_nodes = observation_space["nodes"].shape[0]
+        n_glob = observation_space["globals"].shape[0]
+        d, c = int(embed_dim), int(context_dim)
+        features_dim = c + q * d + r * d + q * p + r * p + q + r + p
+        super().__init__(observation_space, features_dim)
+        self.q, self.r, self.p, self.d, self.c = q, r, p, d, c
+        self.qf, self.rf, self.n_types = qf, rf, n_types
+        self.register_buffer("plan_type", th.as_tensor(plan_type, dtype=th.long), persistent=False)
+        self.register_buffer(
+            "plan_count_feat", th.log2(th.as_tensor(plan_count, dtype=th.float32) + 1.0) / 6.0, persistent=False
+        )
+        self.queue_encoder = _mlp([qf, d, d])
+        self.running_encoder = _mlp([rf, d, d])
+        ctx_in = 4 * d + 2 * n_types + n_nodes + n_glob
+        self.context = _mlp([ctx_in, c, c])
+
+    def encode(self, obs: dict[str, th.Tensor]) -> dict[str, th.Tensor]:
+        """Named pieces: context (B, C), queue_emb (B, Q, d), running_emb (B, R, d), queue_times (B, Q, P),
+        running_times (B, R, P), queue_best (B, Q), running_rem (B, R), plan_free (B, P)."""
+        b = obs["queue"].shape[0]
+        queue = obs["queue"].reshape(b, self.q, self.qf)
+        running = obs["running"].reshape(b, self.r, self.rf)
+        nf_q, nf_r = self.qf - self.p, self.rf - self.p
+        q_present = queue[:, :, 0]
+        r_present = running[:, :, 0]
+        q_emb = self.queue_encoder(queue) * q_present.unsqueeze(-1)
+        r_emb = self.running_encoder(running) * r_present.unsqueeze(-1)
+        ctx = self.context(
+            th.cat(
+                [
+                    _masked_pool(q_emb, q_present),
+                    _masked_pool(r_emb, r_present),
+                    obs["gpus"],
+                    obs["nodes"],
+                    obs["globals"],
+                ],
+                dim=-1,
+            )
+        )
+        free_by_type = obs["gpus"][:, : self.n_types]  # (B, T)
+        return {
+            "context": ctx,
+            "queue_emb": q_emb,
+            "running_emb": r_emb,
+            "queue_times": queue[:, :, nf_q:],
+            "running_times": running[:, :, nf_r:],
+            "queue_best": queue[:, :, 2],
+            "running_rem": running[:, :, 2],
+            "plan_free": free_by_type[:, self.plan_type],
+        }
+
+    def forward(self, obs: dict[str, th.Tensor]) -> th.Tensor:
+        e = self.encode(obs)
+        b = e["context"].shape[0]
+        return th.cat([e[k].reshape(b, -1) for k in _PIECES], dim=-1)
+
+    def split(self, features: th.Tensor) -> dict[str, th.Tensor]:
+        """Inverse of :meth:`forward`: the flat features back into named tensors."""
+        b = features.shape[0]
+        q, r, p, d = self.q, self.r, self.p, self.d
+        shapes = {
+            "context": (self.c,),
+            "queue_emb": (q, d),
+            "running_emb": (r, d),
+            "queue_times": (q, p),
+            "running_times": (r, p),
+            "queue_best": (q,),
+            "running_rem": (r,),
+            "plan_free": (p,),
+        }
+        out, i = {}, 0
+        for k in _PIECES:
+            n = math.prod(shapes[k])
+            out[k] = features[:, i : i + n].reshape(b, *shapes[k])
+            i += n
+        return out
+
+
+_PIECES = (
+    "context",
+    "queue_emb",
+    "running_emb",
+    "queue_times",
+    "running_times",
+    "queue_best",
+    "running_rem",
+    "plan_free",
+)
+
+
+class _PairScorer(nn.Module):
+    """Factorised (slot, plan) scores, cheap enough for CPU training: for slot s and plan p,
+
+    ``score = sum_k a_k(s) f_k(s, p) + q(s) . k(p)``
+
+    where ``f(s, p)`` are the pair features (predicted time on p, availability, time above the slot's
+    reference, its square), ``a(s)`` and the query ``q(s)`` come from the slot embedding and the context, and
+    the key ``k(p)`` from a learned plan embedding, the free share of p's GPU type, p's GPU count and the
+    context. Only (B, S, P) tensors are formed, never (B, S, P, hidden).
+    """
+
+    N_PAIR = 4
+
+    def __init__(self, embed_dim: int, context_dim: int, num_plans: int, plan_dim: int, hidden: int) -> None:
+        super().__init__()
+        self.plan_emb = nn.Parameter(th.randn(num_plans, plan_dim) * 0.1)
+        self.slot_in = nn.Linear(embed_dim, hidden)
+        self.slot_ctx = nn.Linear(context_dim, hidden, bias=False)
+        self.coef = nn.Linear(hidden, self.N_PAIR)
+        self.query = nn.Linear(hidden, hidden)
+        self.key_in = nn.Linear(plan_dim + 2, hidden)
+        self.key_ctx = nn.Linear(context_dim, hidden, bias=False)
+        self.key_out = nn.Linear(hidden, hidden)
+        self.scale = 1.0 / math.sqrt(hidden)
+
+    def forward(self, emb: th.Tensor, pair: th.Tensor, plan_in: th.Tensor, ctx: th.Tensor) -> th.Tensor:
+        # emb (B, S, d), pair (B, S, P, F), plan_in (B, P, 2), ctx (B, C) -> (B, S, P)
+        b, p = plan_in.shape[:2]
+        h = th.relu(self.slot_in(emb) + self.slot_ctx(ctx)[:, None, :])  # (B, S, H)
+        lin = (pair * self.coef(h)[:, :, None, :]).sum(-1)  # (B, S, P)
+        k_in = th.cat([self.plan_emb.expand(b, p, -1), plan_in], dim=-1)  # (B, P, plan_dim + 2)
+        keys = self.key_out(th.relu(self.key_in(k_in) + self.key_ctx(ctx)[:, None, :]))  # (B, P, H)
+        return lin + th.bmm(self.query(h), keys.transpose(1, 2)) * self.scale
+
+
+class SlotPlanHead(nn.Module):
+    """Actor logits in the env's action layout and the critic latent (the "mlp_extractor" of SB3).
+
+    ``forward_actor(features)`` -> (B, 1 + Q*P + R*P) logits; ``forward_critic(features)`` -> (B, H).
+    """
+
+    def __init__(
+        self, extractor: SlotSetExtractor, pair_hidden: int = 64, plan_dim: int = 16, value_hidden: int = 128
+    ) -> None:
+        super().__init__()
+        self._split = extractor.split  # a bound method, not a submodule (no duplicate parameters)
+        self.register_buffer("count_feat", extractor.plan_count_feat.clone(), persistent=False)
+        c, d, p = extractor.c, extractor.d, extractor.p
+        self.queue_scorer = _PairScorer(d, c, p, plan_dim, pair_hidden)
+        self.running_scorer = _PairScorer(d, c, p, plan_dim, pair_hidden)
+        self.wait = nn.Linear(c, 1)
+        self.value = _mlp([c, value_hidden, value_hidden])
+        self.latent_dim_pi = 1 + extractor.q * p + extractor.r * p
+        self.latent_dim_vf = value_hidden
+
+    @staticmethod
+    def _pair(times: th.Tensor, ref: th.Tensor) -> th.Tensor:
+        avail = (times > 0).float()  # (B, S, P)
+        above = (times - ref.unsqueeze(-1)) * avail * 4.0
+        return th.stack([times, avail, above, above * above], dim=-1)
+
+    def forward_actor(self, features: th.Tensor) -> th.Tensor:
+        e = self._split(features)
+        ctx = e["context"]
+        b = ctx.shape[0]
+        plan_in = th.stack([e["plan_free"], self.count_feat.expand(b, -1)], dim=-1)  # (B, P, 2)
+        q_logits = self.queue_scorer(e["queue_emb"], self._pair(e["queue_times"], e["queue_best"]), plan_in, ctx)
+        r_logits = self.running_scorer(e["running_emb"], self._pair(e["running_times"], e["running_rem"]), plan_in, ctx)
+        return th.cat([self.wait(ctx), q_logits.reshape(b, -1), r_logits.reshape(b, -1)], dim=-1)
+
+    def forward_critic(self, features: th.Tensor) -> th.Tensor:
+        return self.value(self._split(features)["context"])
+
+    def forward(self, features: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        return self.forward_actor(features), self.forward_critic(features)
+
+
+class SlotPlanPolicy(MaskableActorCriticPolicy):
+    """MaskableActorCriticPolicy with :class:`SlotSetExtractor` and the per-(slot, plan) :class:`SlotPlanHead`.
+
+    Extra keyword arguments: ``pair_hidden`` (width of the pair MLP), ``plan_dim`` (plan embedding width),
+    ``value_hidden`` (critic width), ``resize_bias`` (initial logit offset of resize actions; negative makes
+    the untrained policy rarely resize, as restarts cost time).
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        pair_hidden: int = 64,
+        plan_dim: int = 16,
+        value_hidden: int = 128,
+        resize_bias: float = -2.0,
+        **kwargs: Any,
+    ) -> None:
+        self.pair_hidden, self.plan_dim, self.value_hidden = pair_hidden, plan_dim, value_hidden
+        self.resize_bias = resize_bias
+        kwargs.setdefault("features_extractor_class", SlotSetExtractor)
+        super().__init__(*args, **kwargs)
+
+    def _build_mlp_extractor(self) -> None:
+        self.mlp_extractor = SlotPlanHead(
+            self.features_extractor,
+            pair_hidden=self.pair_hidden,
+            plan_dim=self.plan_dim,
+            value_hidden=self.value_hidden,
+        )
+
+    def _build(self, lr_schedule: Any) -> None:
+        self._build_mlp_extractor()
+        self.action_net = nn.Identity()  # the head already emits logits in the action layout
+        self.value_net = nn.Linear(self.mlp_extractor.latent_dim_vf, 1)
+        if self.ortho_init:
+            for module, gain in (
+                (self.features_extractor, np.sqrt(2)),
+                (self.mlp_extractor, np.sqrt(2)),
+                (self.value_net, 1.0),
+            ):
+                module.apply(lambda m, g=gain: self.init_weights(m, gain=g))
+            head = self.mlp_extractor
+            for out in (
+                head.queue_scorer.coef,
+                head.running_scorer.coef,
+                head.wait,
+                head.queue_scorer.query,
+                head.running_scorer.query,
+            ):
+                nn.init.orthogonal_(out.weight, gain=0.01)
+                nn.init.zeros_(out.bias)
+            nn.init.constant_(head.running_scorer.coef.bias[1], self.resize_bias)  # x availability (1 if legal)
+        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data.update(
+            pair_hidden=self.pair_hidden,
+            plan_dim=self.plan_dim,
+            value_hidden=self.value_hidden,
+            resize_bias=self.resize_bias,
+        )
+        return data
+
+
+def policy_kwargs_for(env: Any, ppo: PPOConfig) -> dict[str, Any]:
+    """``policy_kwargs`` of :class:`SlotPlanPolicy` for an env (reads Q, R and the plan slots)."""
+    base = env.unwrapped
+    return {
+        "features_extractor_kwargs": {
+            "queue_slots": base.queue_slots,
+            "running_slots": base.running_slots,
+            "plan_type": [int(x) for x in base.sim.plan_type],
+            "plan_count": [int(x) for x in base.sim.plan_count],
+            "embed_dim": ppo.embed_dim,
+            "context_dim": ppo.context_dim,
+        },
+        "pair_hidden": ppo.pair_hidden,
+        "plan_dim": ppo.plan_dim,
+        "value_hidden": ppo.value_hidden,
+        "resize_bias": ppo.resize_bias,
+    }
+

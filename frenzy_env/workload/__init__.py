@@ -1,0 +1,73 @@
+"""Jobs and workloads: job specs, a seeded synthetic generator, trace loaders and workload presets.
+
+This package holds all randomness about jobs. A :class:`Workload` is an immutable, time-ordered tuple of
+:class:`JobSpec`; a *generator* (:class:`WorkloadGenerator`: ``generate(seed) -> Workload``) makes one per
+seed; :data:`WORKLOAD_PRESETS` names a few and :func:`make_generator` builds one from a name. It re-exports
+the public names of its modules (``from frenzy_env.workload import X``), which import one another in this
+order:
+
+- :mod:`~frenzy_env.workload.configs`: layouts and memory fit, :func:`reference_iteration_time` and the
+  seeded model-assignment rule (:func:`assign_configs`) for jobs that record no model;
+- :mod:`~frenzy_env.workload.spec`: :class:`JobSpec` and :class:`Workload` (and its work in iterations);
+- :mod:`~frenzy_env.workload.traces`: the trace formats, :func:`read_trace` and :func:`data_path` (the
+  shipped extract :data:`ITP_EXTRACT`);
+- :mod:`~frenzy_env.workload.generators`: :class:`SyntheticGenerator`, :class:`TraceGenerator`,
+  :class:`FixedGenerator`, :data:`WORKLOAD_PRESETS` and :func:`make_generator`.
+"""
+
+from frenzy_env.workload.configs import (
+    ASSIGN_BATCH_SIZES,
+    MAX_ASSIGN_SEQ_LEN,
+    REFERENCE_GPU_TYPE,
+    TP_LEVELS,
+    NoConfigurationError,
+    assign_configs,
+    default_seq_len,
+    reference_iteration_time,
+)
+from frenzy_env.workload.generators import (
+    DURATION_QUANTILE_LEVELS,
+    DURATION_QUANTILES,
+    WORKLOAD_PRESETS,
+    FixedGenerator,
+    SyntheticGenerator,
+    TraceGenerator,
+    WorkloadGenerator,
+    make_generator,
+)
+from frenzy_env.workload.spec import JobSpec, Workload
+from frenzy_env.workload.traces import (
+    CANONICAL_OPTIONAL,
+    FORMATS,
+    ITP_EXTRACT,
+    MAX_GPUS_PER_JOB,
+    data_path,
+    read_trace,
+)
+
+__all__ = [
+    "ASSIGN_BATCH_SIZES",
+    "CANONICAL_OPTIONAL",
+    "DURATION_QUANTILES",
+    "DURATION_QUANTILE_LEVELS",
+    "FORMATS",
+    "ITP_EXTRACT",
+    "MAX_ASSIGN_SEQ_LEN",
+    "MAX_GPUS_PER_JOB",
+    "REFERENCE_GPU_TYPE",
+    "TP_LEVELS",
+    "WORKLOAD_PRESETS",
+    "FixedGenerator",
+    "JobSpec",
+    "NoConfigurationError",
+    "SyntheticGenerator",
+    "TraceGenerator",
+    "Workload",
+    "WorkloadGenerator",
+    "assign_configs",
+    "data_path",
+    "default_seq_len",
+    "make_generator",
+    "read_trace",
+    "reference_iteration_time",
+]

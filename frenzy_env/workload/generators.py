@@ -1,0 +1,276 @@
+"""Workload generators: the seeded synthetic generator, trace replay, fixed workloads and the named presets.
+
+A *generator* (:class:`WorkloadGenerator`: ``generate(seed) -> Workload``) makes one workload per seed;
+:data:`WORKLOAD_PRESETS` names a few and :func:`make_generator` builds one from a name, a generator or a
+fixed :class:`~frenzy_env.workload.spec.Workload`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from frenzy_env.cluster import ClusterSpec
+from frenzy_env.errors import ConfigError, check_keys, unknown_name
+from frenzy_env.models import MODELS, ModelSpec, get_model
+from frenzy_env.throughput import DEFAULT_UTILISATION
+from frenzy_env.workload.configs import (
+    ASSIGN_BATCH_SIZES,
+    REFERENCE_GPU_TYPE,
+    _fits,
+    _min_pow2,
+    default_seq_len,
+    reference_iteration_time,
+)
+from frenzy_env.workload.spec import JobSpec, Workload
+from frenzy_env.workload.traces import ITP_EXTRACT, data_path
+
+# Job duration quantiles in seconds, computed from the real traces in shared/data (pandas
+# ``Series.quantile``, linear interpolation) at the levels below:
+#   "itp":    all 65,462 jobs of the 8 ITP cluster CSVs (traces/itp/cluster*.csv, column ``duration``;
+#             the ITP traces only keep jobs of at least 600 s);
+#   "philly": all 82,247 jobs of traces/philly/philly.csv (column ``duration``).
+# The synthetic generator samples log-linearly between these knots, so its durations stop at the 99.9th
+# percentile (the traces' maxima are 18 days for ITP and 54 days for Philly).
+DURATION_QUANTILE_LEVELS: tuple[float, ...] = (0.0, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999)
+DURATION_QUANTILES: dict[str, tuple[float, ...]] = {
+    "itp": (600.0, 672.0, 983.0, 1418.0, 3814.0, 10619.0, 16374.0, 28838.0, 58818.0, 221342.0, 677826.0),
+    "philly": (1.0, 17.0, 48.0, 61.0, 115.0, 1144.0, 2932.0, 11265.0, 43646.0, 254758.0, 1186277.0),
+}
+
+@runtime_checkable
+class WorkloadGenerator(Protocol):
+    """Anything with ``generate(seed) -> Workload``."""
+
+    def generate(self, seed: int) -> Workload: ...
+
+
+def _quantile_sample(profile: str, u: np.ndarray) -> np.ndarray:
+    """Durations at uniform draws ``u``: log-linear interpolation of :data:`DURATION_QUANTILES`."""
+    if profile not in DURATION_QUANTILES:
+        raise unknown_name("duration profile", profile, DURATION_QUANTILES)
+    levels = np.array(DURATION_QUANTILE_LEVELS)
+    logq = np.log(np.array(DURATION_QUANTILES[profile]))
+    return np.exp(np.interp(u * levels[-1], levels, logq))
+
+
+@dataclass(frozen=True)
+class SyntheticGenerator:
+    """Seeded synthetic workload: Poisson arrivals at a given load, catalogue models, trace-like durations.
+
+    Each job: a model drawn uniformly from ``models`` (default: catalogue models with a configuration that
+    fits ``max_gpus`` reference GPUs), a batch uniformly from the model's batches in
+    :data:`ASSIGN_BATCH_SIZES` that fit, ``seq_len = min(max_seq_len, 2048)``; it asks for its minimum
+    power-of-two GPU count times 1, 2 or 4 (probabilities 0.5, 0.3, 0.2; capped at ``max_gpus``); its
+    duration at that count on the reference GPU type is drawn from the ``duration_profile`` quantiles
+    (:data:`DURATION_QUANTILES`, log-linear between knots) and turned into iterations with
+    :func:`reference_iteration_time`. A fraction ``recurring_fraction`` of jobs belongs to one of
+    ``round(num_jobs * recurring_fraction / mean_group_size)`` recurring groups: same configuration and GPU
+    count as the group, duration = the group's base duration x lognormal(0, ``group_sigma``).
+
+    Arrivals are a Poisson process of rate ``load * cluster GPUs / mean(duration * requested GPUs)`` (GPU-
+    seconds on the reference type), so ``load`` 1.0 offers as much work as the cluster holds; the first
+    job arrives at 0.
+    """
+
+    num_jobs: int = 200
+    load: float = 0.7
+    cluster: ClusterSpec | str = "frenzy-testbed"
+    models: tuple[str, ...] | None = None
+    duration_profile: str = "itp"
+    recurring_fraction: float = 0.3
+    mean_group_size: float = 5.0
+    group_sigma: float = 0.1
+    max_gpus: int = 64
+    name: str = "synthetic"
+    utilisation: float = DEFAULT_UTILISATION
+
+    def __post_init__(self) -> None:
+        if int(self.num_jobs) != self.num_jobs or self.num_jobs < 1:
+            raise ConfigError(f"num_jobs must be a positive integer, got {self.num_jobs!r}")
+        if not self.load > 0:
+            raise ConfigError(f"load must be positive, got {self.load!r}")
+        if not 0.0 <= self.recurring_fraction <= 1.0:
+            raise ConfigError(f"recurring_fraction must be in [0, 1], got {self.recurring_fraction!r}")
+        if not self.mean_group_size >= 1:
+            raise ConfigError(f"mean_group_size must be >= 1, got {self.mean_group_size!r}")
+        if self.group_sigma < 0:
+            raise ConfigError(f"group_sigma must be >= 0, got {self.group_sigma!r}")
+        if int(self.max_gpus) != self.max_gpus or self.max_gpus < 1:
+            raise ConfigError(f"max_gpus must be a positive integer, got {self.max_gpus!r}")
+        if self.duration_profile not in DURATION_QUANTILES:
+            raise unknown_name("duration profile", self.duration_profile, DURATION_QUANTILES)
+        if self.models is not None:
+            object.__setattr__(
+                self,
+                "models",
+                tuple(get_model(m).name if isinstance(m, ModelSpec) else m for m in self.models),
+            )
+            for m in self.models:  # type: ignore[union-attr]
+                get_model(m)
+
+    def _configs(self, cluster: ClusterSpec) -> tuple[str, int, int, list]:
+        ref = cluster.reference_gpu_type
+        per_node = cluster.max_gpus_per_node(ref)
+        cap = min(int(self.max_gpus), cluster.gpus_of_type(ref))
+        cap = 1 << (cap.bit_length() - 1)  # largest power of two <= cap
+        pool = [get_model(m) for m in (self.models if self.models is not None else MODELS)]
+        table = []  # (model, [(batch, seq, min_gpus)])
+        for m in pool:
+            s = default_seq_len(m)
+            opts = [(b, s, mn) for b in ASSIGN_BATCH_SIZES if (mn := _min_pow2(m, b, s, ref, per_node, cap))]
+            if opts:
+                table.append((m, opts))
+        if not table:
+            raise ConfigError(
+                f"no model of {', '.join(m.name for m in pool)} fits {cap} GPUs of {ref} "
+                f"on cluster {cluster.name!r}"
+            )
+        return ref, per_node, cap, table
+
+    def generate(self, seed: int) -> Workload:
+        cluster = ClusterSpec.preset(self.cluster) if isinstance(self.cluster, str) else self.cluster
+        ref, per_node, cap, table = self._configs(cluster)
+        n = int(self.num_jobs)
+        rng = np.random.default_rng(seed)
+        n_groups = (
+            max(1, round(n * self.recurring_fraction / self.mean_group_size))
+            if self.recurring_fraction
+            else 0
+        )
+        # draws, all up front and in a fixed order: templates for groups then jobs, durations, noise, gaps
+        u_cfg = rng.random((n_groups + n, 3))  # model, batch, size multiplier
+        u_dur = rng.random(n_groups + n)
+        in_group = rng.random(n) < self.recurring_fraction if n_groups else np.zeros(n, dtype=bool)
+        group_of = rng.integers(0, max(n_groups, 1), size=n)
+        noise = rng.lognormal(0.0, self.group_sigma, size=n) if self.group_sigma > 0 else np.ones(n)
+        gaps = rng.exponential(1.0, size=n)
+        base_dur = _quantile_sample(self.duration_profile, u_dur)  # (G + n,)
+
+        def config(k: int) -> tuple[ModelSpec, int, int, int]:
+            m, opts = table[min(int(u_cfg[k, 0] * len(table)), len(table) - 1)]
+            b, s, mn = opts[min(int(u_cfg[k, 1] * len(opts)), len(opts) - 1)]
+            mult = 1 if u_cfg[k, 2] < 0.5 else (2 if u_cfg[k, 2] < 0.8 else 4)
+            g = mn * mult
+            while g > mn and (g > cap or not _fits(m, b, s, g, ref, per_node)):
+                g //= 2
+            return m, b, s, g
+
+        templates = [config(k) for k in range(n_groups)]
+        rows = []
+        for i in range(n):
+            if in_group[i]:
+                gid = int(group_of[i])
+                m, b, s, g = templates[gid]
+                dur = float(base_dur[gid] * noise[i])
+            else:
+                gid = None
+                m, b, s, g = config(n_groups + i)
+                dur = float(base_dur[n_groups + i])
+            rows.append((m, b, s, g, dur, gid))
+        gpu_seconds = np.array([r[4] * r[3] for r in rows])
+        rate = self.load * cluster.num_gpus / float(gpu_seconds.mean())  # arrivals per second
+        submit = np.concatenate([[0.0], np.cumsum(gaps[:-1] / rate)])  # (n,)
+        jobs = []
+        for i, (m, b, s, g, dur, gid) in enumerate(rows):
+            t = reference_iteration_time(
+                m, b, s, g, gpu=ref, gpus_per_node=per_node, utilisation=self.utilisation
+            )
+            jobs.append(
+                JobSpec(
+                    job_id=i,
+                    submit_time=float(submit[i]),
+                    model=m,
+                    batch_size=b,
+                    seq_len=s,
+                    iterations=dur / t,
+                    requested_gpus=g,
+                    group=gid,
+                    name=f"syn-{i}",
+                )
+            )
+        return Workload(
+            self.name,
+            tuple(jobs),
+            source=f"synthetic: seed {seed}, load {self.load}, cluster {cluster.name}, "
+            f"durations {self.duration_profile}",
+        )
+
+
+@dataclass(frozen=True)
+class TraceGenerator:
+    """A trace replayed as recorded; only the assigned fields (model, batch, sequence) change per seed."""
+
+    path: str
+    format: str = "itp"
+    start: float | None = None
+    end: float | None = None
+    max_jobs: int | None = None
+    load_scale: float = 1.0
+    reference_gpu_type: str = REFERENCE_GPU_TYPE
+    gpus_per_node: int = 8
+    models: tuple[str, ...] | None = None
+    name: str | None = None
+
+    def generate(self, seed: int) -> Workload:
+        return Workload.from_csv(
+            self.path,
+            format=self.format,
+            start=self.start,
+            end=self.end,
+            max_jobs=self.max_jobs,
+            load_scale=self.load_scale,
+            seed=seed,
+            name=self.name,
+            reference_gpu_type=self.reference_gpu_type,
+            gpus_per_node=self.gpus_per_node,
+            models=self.models,
+        )
+
+
+@dataclass(frozen=True)
+class FixedGenerator:
+    """Always the same workload, whatever the seed."""
+
+    workload: Workload = field(repr=False)
+
+    def generate(self, seed: int) -> Workload:
+        return self.workload
+
+
+WORKLOAD_PRESETS: dict[str, WorkloadGenerator] = {
+    # one week of ITP cluster02 (570 jobs, frenzy_env/data/ATTRIBUTION.md); models re-drawn per seed
+    "itp-default": TraceGenerator(str(data_path(ITP_EXTRACT)), format="itp", name="itp-default"),
+    "synthetic": SyntheticGenerator(num_jobs=200, load=0.7, name="synthetic"),
+    "synthetic-small": SyntheticGenerator(num_jobs=30, load=0.7, name="synthetic-small"),
+}
+
+
+def make_generator(name_or_obj: str | WorkloadGenerator | Workload, **overrides: object) -> WorkloadGenerator:
+    """A generator from a preset name, a generator, or a fixed :class:`Workload`.
+
+    ``overrides`` replace fields of a dataclass generator (e.g. ``make_generator("synthetic",
+    cluster=spec, num_jobs=50)``); an unknown field raises :class:`~frenzy_env.errors.ConfigError`.
+    """
+    if isinstance(name_or_obj, str):
+        if name_or_obj not in WORKLOAD_PRESETS:
+            raise unknown_name("workload preset", name_or_obj, WORKLOAD_PRESETS)
+        gen: WorkloadGenerator = WORKLOAD_PRESETS[name_or_obj]
+    elif isinstance(name_or_obj, Workload):
+        gen = FixedGenerator(name_or_obj)
+    elif isinstance(name_or_obj, WorkloadGenerator):
+        gen = name_or_obj
+    else:
+        raise ConfigError(
+            "workload must be a preset name, a Workload or an object with generate(seed), "
+            f"got {name_or_obj!r}"
+        )
+    if overrides:
+        if not dataclasses.is_dataclass(gen):
+            raise ConfigError(f"cannot override fields of {type(gen).__name__}: it is not a dataclass")
+        check_keys(f"{type(gen).__name__} field", overrides, [f.name for f in dataclasses.fields(gen)])
+        gen = dataclasses.replace(gen, **overrides)  # type: ignore[type-var]
+    return gen

@@ -1,0 +1,239 @@
+"""Jobs and workloads as data: :class:`JobSpec` and the immutable, time-ordered :class:`Workload`.
+
+Work
+----
+Synthetic jobs state their work in iterations. Trace jobs state a duration; :meth:`Workload.work_iterations`
+turns it into iterations: ``recorded_duration / iteration_time`` at the recorded GPU count on the cluster's
+reference GPU type, with the fastest memory-feasible layout (else the fastest layout ignoring memory) on a
+consolidated placement (``ceil(g / gpus per node)`` nodes).
+
+The constructors :meth:`Workload.from_csv`, :meth:`Workload.synthetic` and :meth:`Workload.preset` import
+:mod:`~frenzy_env.workload.traces` and :mod:`~frenzy_env.workload.generators` inside their bodies: those
+modules build workloads, so they sit above this one.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from frenzy_env.cluster import ClusterSpec
+from frenzy_env.errors import ConfigError
+from frenzy_env.models import ModelSpec, get_model
+from frenzy_env.throughput import DEFAULT_UTILISATION
+from frenzy_env.workload.configs import REFERENCE_GPU_TYPE, reference_iteration_time
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One training job as submitted: a model and a training configuration, never a GPU type.
+
+    Attributes
+    ----------
+    job_id: position in the workload (0, 1, ...).
+    submit_time: arrival, seconds.
+    model: the architecture.
+    batch_size: global batch (sequences per iteration).
+    seq_len: tokens per sequence.
+    iterations: work in iterations; ``None`` for trace jobs (see :meth:`Workload.work_iterations`).
+    requested_gpus: GPUs the user asked for (traces: the recorded count).
+    group: recurring-group id (jobs of a group repeat one configuration with similar work).
+    recorded_duration: trace jobs: recorded seconds at ``requested_gpus`` on the reference GPU type.
+    name: original job id (trace uuid).
+    assigned: names of the fields set by the assignment rule rather than recorded in the trace.
+    """
+
+    job_id: int
+    submit_time: float
+    model: ModelSpec
+    batch_size: int
+    seq_len: int
+    iterations: float | None
+    requested_gpus: int | None = None
+    group: int | None = None
+    recorded_duration: float | None = None
+    name: str = ""
+    assigned: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.model, ModelSpec):
+            object.__setattr__(self, "model", get_model(self.model))
+        for name in ("batch_size", "seq_len"):
+            object.__setattr__(self, name, self._positive_int(name, getattr(self, name)))
+        if self.requested_gpus is not None:
+            object.__setattr__(self, "requested_gpus", self._positive_int("requested_gpus", self.requested_gpus))
+        if not _is_real(self.submit_time) or not math.isfinite(self.submit_time):
+            raise ConfigError(f"job {self.job_id}: submit_time must be a finite number, got {self.submit_time!r}")
+        for name in ("iterations", "recorded_duration"):
+            value = getattr(self, name)
+            if value is not None and not (_is_real(value) and math.isfinite(value) and value > 0):
+                raise ConfigError(f"job {self.job_id}: {name} must be a finite positive number, got {value!r}")
+        if self.iterations is None and (self.recorded_duration is None or self.requested_gpus is None):
+            raise ConfigError(
+                f"job {self.job_id}: needs iterations, or a recorded_duration with requested_gpus"
+            )
+
+    def _positive_int(self, name: str, value: object) -> int:
+        """``value`` as an int if it is a positive integer (integral floats allowed), else ConfigError."""
+        if _is_real(value) and math.isfinite(value) and float(value).is_integer() and value >= 1:  # type: ignore[arg-type]
+            return int(value)  # type: ignore[call-overload]
+        raise ConfigError(f"job {self.job_id}: {name} must be a positive integer, got {value!r}")
+
+
+def _is_real(value: object) -> bool:
+    """A real number (Python or numpy), not a bool or a string."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+@dataclass(frozen=True)
+class Workload:
+    """An immutable, ordered collection of jobs."""
+
+    name: str
+    jobs: tuple[JobSpec, ...]
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "jobs", tuple(self.jobs))
+        seen: dict[object, int] = {}
+        for i, job in enumerate(self.jobs):
+            if not isinstance(job, JobSpec):
+                raise ConfigError(f"workload {self.name!r}: jobs[{i}] must be a JobSpec, got {type(job).__name__}")
+            first = seen.setdefault(job.job_id, i)
+            if first != i:
+                raise ConfigError(
+                    f"workload {self.name!r}: duplicate job_id {job.job_id!r} (jobs[{first}] and jobs[{i}]); "
+                    "job ids must be unique"
+                )
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def __iter__(self) -> Iterator[JobSpec]:
+        return iter(self.jobs)
+
+    def __getitem__(self, i: int) -> JobSpec:
+        return self.jobs[i]
+
+    # -------------------------------------------------------------------------------- work
+    def work_iterations(
+        self, cluster: ClusterSpec, *, utilisation: float = DEFAULT_UTILISATION
+    ) -> np.ndarray:
+        """(n,) float64 work of every job in iterations.
+
+        Synthetic jobs: their ``iterations``. Trace jobs: ``recorded_duration / iteration_time`` at
+        ``requested_gpus`` GPUs of ``cluster.reference_gpu_type``, fastest memory-feasible layout (else the
+        fastest layout ignoring memory), consolidated placement, at ``utilisation`` (pass the simulator's).
+        Cached per (model, batch, seq_len, GPUs).
+        """
+        ref = cluster.reference_gpu_type
+        per_node = cluster.max_gpus_per_node(ref)
+        out = np.empty(len(self.jobs), dtype=np.float64)  # (n,)
+        times: dict[tuple, float] = {}
+        for i, job in enumerate(self.jobs):
+            if job.iterations is not None:
+                out[i] = job.iterations
+                continue
+            key = (id(job.model), job.batch_size, job.seq_len, job.requested_gpus)
+            t = times.get(key)
+            if t is None:
+                t = times[key] = reference_iteration_time(
+                    job.model,
+                    job.batch_size,
+                    job.seq_len,
+                    int(job.requested_gpus),
+                    gpu=ref,
+                    gpus_per_node=per_node,
+                    utilisation=utilisation,
+                )
+            out[i] = job.recorded_duration / t  # type: ignore[operator]
+        return out
+
+    # -------------------------------------------------------------------------------- views
+    def to_frame(self):
+        """A pandas DataFrame, one row per job (model as its name, assigned as a comma-separated string)."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            {
+                "job_id": [j.job_id for j in self.jobs],
+                "name": [j.name for j in self.jobs],
+                "submit_time": [j.submit_time for j in self.jobs],
+                "model": [j.model.name for j in self.jobs],
+                "batch_size": [j.batch_size for j in self.jobs],
+                "seq_len": [j.seq_len for j in self.jobs],
+                "iterations": [j.iterations for j in self.jobs],
+                "requested_gpus": [j.requested_gpus for j in self.jobs],
+                "group": [j.group for j in self.jobs],
+                "recorded_duration": [j.recorded_duration for j in self.jobs],
+                "assigned": [",".join(j.assigned) for j in self.jobs],
+            }
+        )
+
+    # -------------------------------------------------------------------------------- constructors
+    @classmethod
+    def from_csv(
+        cls,
+        path: str | os.PathLike,
+        *,
+        format: str = "canonical",
+        start: float | None = None,
+        end: float | None = None,
+        max_jobs: int | None = None,
+        load_scale: float = 1.0,
+        seed: int = 0,
+        name: str | None = None,
+        reference_gpu_type: str = REFERENCE_GPU_TYPE,
+        gpus_per_node: int = 8,
+        models: Sequence[str | ModelSpec] | None = None,
+    ) -> Workload:
+        """Load a trace (see :mod:`~frenzy_env.workload.traces` for formats and windows,
+        :mod:`~frenzy_env.workload.configs` for model assignment).
+
+        Parameters
+        ----------
+        path: CSV file.
+        format: ``"canonical"``, ``"itp"`` or ``"philly"``.
+        start, end: keep jobs with ``start <= submit < end`` on the trace's own time axis (Philly: seconds
+            after its first submission).
+        max_jobs: keep at most this many (the first ones) after the window.
+        load_scale: divide times by this factor after shifting the first job to 0 (> 1: denser arrivals).
+        seed: seed of the model assignment.
+        reference_gpu_type, gpus_per_node, models: the assignment rule's GPU type, node size and models.
+
+        Raises
+        ------
+        TraceFormatError: a malformed file (the message names the file, the 1-based data row, the column).
+        """
+        from frenzy_env.workload.traces import _file_key, _read_trace_cached
+
+        table = _read_trace_cached(*_file_key(path), format)
+        table = table.window(start=start, end=end, max_jobs=max_jobs, load_scale=load_scale)
+        return table.to_workload(
+            seed=seed,
+            name=name,
+            reference_gpu_type=reference_gpu_type,
+            gpus_per_node=gpus_per_node,
+            models=models,
+        )
+
+    @classmethod
+    def synthetic(
+        cls, *, num_jobs: int, load: float, cluster: ClusterSpec | str, seed: int, **kw
+    ) -> Workload:
+        """A synthetic workload; keywords as :class:`~frenzy_env.workload.generators.SyntheticGenerator`."""
+        from frenzy_env.workload.generators import SyntheticGenerator
+
+        return SyntheticGenerator(num_jobs=num_jobs, load=load, cluster=cluster, **kw).generate(seed)
+
+    @classmethod
+    def preset(cls, name: str, seed: int = 0) -> Workload:
+        """The workload of preset ``name`` (see :data:`WORKLOAD_PRESETS`) for ``seed``."""
+        from frenzy_env.workload.generators import make_generator
+
+        return make_generator(name).generate(seed)
