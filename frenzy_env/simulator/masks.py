@@ -12,13 +12,14 @@ and when they are invalidated:
 * ``_start_cache`` (``start_mask``), ``_resize_cache`` (``resize_mask``) and ``_mask_cache`` (``legal_masks``,
   :class:`_MaskCache`): the gathered rows of the jobs last asked for, keyed by the job indices and a change
   counter: ``_avail_version`` (a plan crashed) for queued jobs, ``running_version`` (any start, stop or
-  resize) for running ones; only the capacity part is recomputed on every call.
+  resize) for running ones; every call compares them with the capacities of the moment.
 * ``_resize_rows`` and ``_slot_heads``: slot rows per (configuration, plan[, GPUs of whole nodes held]),
-  pure functions of the plan table kept across resets; bypassed for jobs whose ``avail`` row differs from
-  ``pred_ok`` (``_oom_jobs``). ``_offsets``: index offsets per number of running jobs.
+  pure functions of the plan table kept across resets (created by the simulator's ``__init__``); recomputed
+  for jobs whose ``avail`` row differs from ``pred_ok`` (``_oom_jobs``). ``_offsets``: index offsets per
+  number of running jobs.
 
 Copies and pickles leave ``_CACHES`` out (they may hold views, which a copy would turn into separate arrays);
-everything else is rebuilt from the state on the next call. The caches live on the simulator itself (this is
+the next call rebuilds them. The caches live on the simulator itself (this is
 a mixin of :class:`~frenzy_env.simulator.ClusterSimulator`), so the hot path reads them in one look-up.
 """
 
