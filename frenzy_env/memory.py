@@ -54,6 +54,7 @@ from functools import lru_cache
 import numpy as np
 
 from frenzy_env.errors import ConfigError, check_keys, unknown_name
+from frenzy_env.layouts import layouts, powers_of_two
 from frenzy_env.models import ModelSpec, get_model
 
 MiB = 1024**2
@@ -644,19 +645,12 @@ def _gpu_table(gpu_types, gpus_per_node) -> _GpuTable:
 
 @lru_cache(maxsize=1024)
 def _grid(batch_size: int, heads: int, max_tp: int, max_gpus: int) -> tuple[np.ndarray, np.ndarray]:
-    """All (dp, tp) candidates: powers of two, dp <= batch, tp <= max_tp dividing heads, dp*tp <= max_gpus."""
-    dps, tps = [], []
-    tp = 1
-    while tp <= max_tp and tp <= max_gpus:
-        if heads % tp == 0:
-            dp = 1
-            while dp <= batch_size and dp * tp <= max_gpus:
-                dps.append(dp)
-                tps.append(tp)
-                dp *= 2
-        tp *= 2
-    dp_a = np.array(dps, dtype=np.float64)
-    tp_a = np.array(tps, dtype=np.float64)
+    """(P,) float64 dp and tp of every legal layout (:mod:`frenzy_env.layouts`) of a power-of-two GPU count up to
+    ``max_gpus``, ``tp`` at most ``max_tp``; ordered by ``tp``, then ``dp``; read-only."""
+    dp, tp = layouts(heads, batch_size, powers_of_two(max_gpus), max_tp)  # by count, then tp
+    order = np.argsort(tp, kind="stable")  # by tp, then count (so dp)
+    dp_a = dp[order].astype(np.float64)
+    tp_a = tp[order].astype(np.float64)
     dp_a.flags.writeable = False
     tp_a.flags.writeable = False
     return dp_a, tp_a
@@ -678,8 +672,8 @@ def feasible_plans(
     Returns
     -------
     gpus: (T,) the resolved :class:`~frenzy_env.cluster.GPUType` objects.
-    dp, tp: (P,) float64 candidate layouts (powers of two, ``dp <= batch_size``, ``tp`` dividing the heads and
-        at most the largest ``gpus_per_node``, ``dp * tp <= max_gpus``).
+    dp, tp: (P,) float64 candidate layouts: the legal layouts (:mod:`frenzy_env.layouts`) of every power-of-two
+        GPU count up to ``max_gpus``, ``tp`` at most the largest ``gpus_per_node``.
     mem: (P,) float64 predicted bytes per GPU (the same on every GPU type).
     ok: (T, P) bool: the plan fits the type's memory and its ``tp`` fits in one node of the type.
     """
@@ -763,8 +757,9 @@ def plan_resources(
 ) -> PlanList:
     """Every feasible (gpu_type, dp, tp) plan of a job, best first (MARP, Frenzy arXiv 2412.14479).
 
-    Candidates: ``dp`` and ``tp`` powers of two, ``dp <= batch_size``, ``tp`` at most the GPUs of one node of
-    the type and dividing the attention heads (Megatron-LM splits heads evenly), ``dp * tp <= max_gpus``.
+    Candidates: the legal layouts (:mod:`frenzy_env.layouts`) of every power-of-two GPU count up to ``max_gpus``
+    (``dp <= batch_size``; ``tp`` at most the GPUs of one node of the type and dividing the attention heads,
+    as Megatron-LM splits heads evenly).
     A plan is feasible when the predicted peak bytes per GPU are at most the GPU's memory.
 
     Rankings (the paper never defines one; later keys break ties, the GPU name last):

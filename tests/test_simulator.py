@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy as copy_module
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -35,6 +37,21 @@ def test_plan_slots(sim):
     assert sim.num_plans == 4
     assert sim.plan_count.tolist() == [1, 2, 4, 8]
     assert sim.pred_ok.all() and sim.true_ok.all()  # gpt2 at batch 8 fits anywhere on 80 GB
+
+
+def test_plan_table_is_built_once_and_immutable(sim):
+    table = sim.plan_table
+    assert sim.pred_ok is table.pred_ok and sim._row_tp_l is table._row_tp_l  # bound, not copied
+    assert not sim.pred_ok.flags.writeable and sim.work_estimate.flags.writeable  # (the kernels take it as is)
+    sim.start(0, sim.plan_index("A100-80GB", 4))
+    sim.reset_state()
+    assert sim.plan_table is table  # a reset keeps the table
+    with pytest.raises(ValueError, match="read-only"):
+        sim.true_ok[0, 0] = False
+    with pytest.raises(AttributeError, match="immutable"):
+        table.pred_ok = None
+    for copy in (pickle.loads(pickle.dumps(sim)), copy_module.deepcopy(sim)):
+        assert not copy.iter_time.flags.writeable and copy.iter_time is copy.plan_table.iter_time
 
 
 def test_hand_computed_schedule(sim):

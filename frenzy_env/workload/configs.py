@@ -30,6 +30,7 @@ import numpy as np
 
 from frenzy_env.cluster import get_gpu_type
 from frenzy_env.errors import ConfigError
+from frenzy_env.layouts import layouts
 from frenzy_env.memory import estimate_memory_array
 from frenzy_env.models import MODELS, ModelSpec, get_model
 from frenzy_env.throughput import DEFAULT_UTILISATION, iteration_time_array
@@ -41,12 +42,8 @@ TP_LEVELS: tuple[int, ...] = (1, 2, 4, 8)
 
 
 def _layouts(heads: int, batch: int, count: int, per_node: int) -> tuple[np.ndarray, np.ndarray]:
-    """(L,) dp and tp of every layout of ``count`` GPUs (tp a power of two dividing count and heads)."""
-    tps = [
-        t for t in TP_LEVELS if t <= per_node and count % t == 0 and heads % t == 0 and count // t <= batch
-    ]
-    tp = np.array(tps, dtype=np.int64)
-    return count // tp, tp
+    """(L,) dp and tp of every legal layout of ``count`` GPUs (:mod:`frenzy_env.layouts`), tp in TP_LEVELS."""
+    return layouts(heads, batch, (count,), min(per_node, TP_LEVELS[-1]))
 
 
 @lru_cache(maxsize=65536)

@@ -1,0 +1,216 @@
+"""The simulator's plan table: :class:`PlanTable`, the plan slots and the job x plan matrices (Gavel's one
+throughput/feasibility matrix), computed once per (cluster, workload, config, seed) and never changed after.
+
+A *plan slot* ``p`` is a (GPU type, GPU count) pair, count in 1, 2, 4, ... up to ``max_plan_gpus``. For each
+job and plan slot the table holds the data/tensor-parallel layout the predictor picks (the fastest legal
+layout, :mod:`frenzy_env.layouts`, that the predictor says fits), whether the predictor says it fits
+(``pred_ok``), whether it truly fits (``true_ok``, the "extended" estimator), and its seconds per iteration on
+a consolidated placement (``iter_time``). The matrices are computed once per distinct (model, batch, sequence)
+and gathered for the jobs with it; per-job index tables (``_job_pl``, ``_job_tl``) turn the masks into
+gathers, and Python-tuple mirrors (``_l`` suffix) serve the hot path's scalar reads. Arrays are read-only
+(except ``work_estimate``, which the compiled kernels take as it is) and sequences are tuples.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from frenzy_env.cluster import ClusterSpec, get_gpu_type
+from frenzy_env.errors import ConfigError
+from frenzy_env.layouts import layouts, powers_of_two
+from frenzy_env.memory import estimate_memory_array, plan_resources
+from frenzy_env.simulator.config import SimConfig
+from frenzy_env.throughput import iteration_time_array
+from frenzy_env.workload import Workload
+
+
+class PlanTable:
+    """Plan slots and job x plan matrices of ``jobs`` (sorted by submit time) on ``cluster`` under ``config``;
+    ``seed`` seeds the work-estimate noise (``work_info="noisy"``). Immutable once built.
+
+    :class:`~frenzy_env.simulator.ClusterSimulator` binds every field (:meth:`fields`) as its own attribute,
+    so ``sim.pred_ok`` is ``sim.plan_table.pred_ok`` and hot-path reads stay one attribute look-up.
+    """
+
+    def __init__(self, cluster: ClusterSpec, jobs: tuple, workload: Workload, config: SimConfig, seed: int):
+        self._build_plan_slots(cluster, config)
+        self._build_job_matrices(cluster, jobs, workload, config, seed)
+        for value in vars(self).values():
+            if isinstance(value, np.ndarray) and value is not self.work_estimate:
+                value.flags.writeable = False
+        self._built = True
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if "_built" in vars(self):
+            raise AttributeError(f"a PlanTable is immutable (setting {name!r})")
+        super().__setattr__(name, value)
+
+    def __setstate__(self, state: dict) -> None:
+        vars(self).update(state)  # (copies of read-only arrays are writeable: make them read-only again)
+        for value in state.values():
+            if isinstance(value, np.ndarray) and value is not self.work_estimate:
+                value.flags.writeable = False
+
+    def fields(self) -> dict:
+        """Every field of the table by name."""
+        return {k: v for k, v in vars(self).items() if k != "_built"}
+
+    def _build_plan_slots(self, spec: ClusterSpec, config: SimConfig) -> None:
+        self.gpu_types = spec.gpu_types
+        self.num_types = len(self.gpu_types)
+        largest = int(spec.type_capacity.max())
+        counts = powers_of_two(min(config.max_plan_gpus, largest))
+        self.plan_counts_levels = np.array(counts, dtype=np.int64)  # (K,)
+        k = len(counts)
+        self.num_plans = self.num_types * k
+        self.plan_type = np.repeat(np.arange(self.num_types), k)  # (P,)
+        self.plan_count = np.tile(self.plan_counts_levels, self.num_types)  # (P,)
+        self.max_node_gpus = np.array([spec.max_gpus_per_node(t) for t in self.gpu_types], dtype=np.int64)
+        self.tp_levels = np.array(powers_of_two(int(self.max_node_gpus.max())), dtype=np.int64)  # (L,)
+        onehot = np.zeros((spec.num_nodes, self.num_types), dtype=np.int64)
+        onehot[np.arange(spec.num_nodes), spec.node_type_index] = 1
+        self._type_onehot = onehot  # (N, T)
+        # GPUs placeable in tp-groups on an empty cluster: plans beyond it can never run
+        self._empty_cap = self._capacity(spec.node_capacity[None, :])[0]  # (T, L)
+        self._type_nodes = tuple(np.flatnonzero(spec.node_type_index == t) for t in range(self.num_types))
+        self._type_nodes_l = tuple(tuple(nodes.tolist()) for nodes in self._type_nodes)
+        # the GPUs of every node of a type when they all have as many (0 if not), see _placement
+        sizes = [set(spec.node_capacity[nodes].tolist()) for nodes in self._type_nodes]
+        self._type_node_size_l = tuple(next(iter(s)) if len(s) == 1 else 0 for s in sizes)
+        self._num_nodes = spec.num_nodes
+        # index of each type's nodes into (N,) arrays: a slice (a view, no gather) when they are contiguous
+        self._type_sel = tuple(
+            slice(int(nodes[0]), int(nodes[-1]) + 1) if len(nodes) and (np.diff(nodes) == 1).all() else nodes
+            for nodes in self._type_nodes
+        )
+        self._plan_need = self.plan_count[:, None]  # (P, 1)
+
+    def _capacity(self, free: np.ndarray) -> np.ndarray:
+        """free (B, N) -> (B, T, L): GPUs placeable per type in tensor-parallel groups of each level."""
+        groups = (free[:, None, :] // self.tp_levels[None, :, None]) * self.tp_levels[None, :, None]  # (B,L,N)
+        return np.matmul(groups, self._type_onehot).transpose(0, 2, 1)  # (B, T, L)
+
+    def _build_job_matrices(
+        self, cluster: ClusterSpec, jobs: tuple, workload: Workload, cfg: SimConfig, seed: int
+    ) -> None:
+        n, p = len(jobs), self.num_plans
+        self.submit = np.array([j.submit_time for j in jobs], dtype=np.float64)  # (J,)
+        sorted_wl = Workload(name=workload.name, jobs=jobs, source=workload.source)
+        work = sorted_wl.work_iterations(cluster, utilisation=cfg.utilisation)
+        self.work = np.asarray(work, dtype=np.float64)  # (J,)
+        if not np.all(np.isfinite(self.work)) or (self.work <= 0).any():
+            bad = int(np.flatnonzero(~np.isfinite(self.work) | (self.work <= 0))[0])
+            raise ConfigError(f"job {jobs[bad].job_id} has non-positive work {self.work[bad]!r}")
+        rng = np.random.default_rng(seed)
+        if cfg.work_info == "exact":
+            self.work_estimate = self.work.copy()
+        elif cfg.work_info == "noisy":
+            self.work_estimate = self.work * rng.lognormal(0.0, cfg.work_noise, size=n)
+        else:
+            self.work_estimate = np.full(n, float(np.median(self.work)))
+        self.reject_reason = ("",) * n
+        cache: dict[tuple, int] = {}
+        rows: list[tuple] = []
+        key_of_job = np.empty(n, dtype=np.int64)
+        for i, job in enumerate(jobs):
+            key = (id(job.model), int(job.batch_size), int(job.seq_len))
+            idx = cache.get(key)
+            if idx is None:
+                idx = cache[key] = len(rows)
+                rows.append(self._plan_row(job.model, key[1], key[2], cfg))
+            key_of_job[i] = idx
+        pred = np.stack([r[0] for r in rows])
+        true = np.stack([r[1] for r in rows])
+        tp = np.stack([r[2] for r in rows])
+        it = np.stack([r[3] for r in rows])
+        self.pred_ok = pred[key_of_job]  # (J, P)
+        self.true_ok = true[key_of_job]
+        self.layout_tp = tp[key_of_job]
+        self.iter_time = it[key_of_job]  # consolidated placement, chosen layout
+        self.layout_tp_idx = np.log2(self.layout_tp).astype(np.int64)  # (J, P) index into tp_levels
+        self._row_key = key_of_job
+        self._row_key_l = tuple(key_of_job.tolist())
+        # per distinct configuration (K rows) and plan, as Python tuples for scalar reads: layout tp,
+        # seconds per iteration, truly fits
+        self._row_tp_l, self._row_it_l, self._row_true_l = (tuple(map(tuple, a.tolist())) for a in (tp, it, true))
+        self._row_tpi_l = tuple(map(tuple, np.log2(tp).astype(np.int64).tolist()))  # tp level index in tp_levels
+        self._row_reason = tuple(r[4] for r in rows)
+        # per distinct configuration (K rows), flat indices for the masks: plan p with its layout's tp level
+        # into a (P, L) table, and GPU type with that level into a (T, L) table
+        levels = len(self.tp_levels)
+        tp_idx = np.log2(tp).astype(np.intp)  # (K, P)
+        row_pl = np.arange(p)[None, :] * levels + tp_idx  # (K, P)
+        row_tl = self.plan_type[None, :] * levels + tp_idx  # (K, P)
+        self._job_pl = row_pl.astype(np.int32)[key_of_job]  # (J, P) cell of each plan in a (P, L) table
+        self._job_tl = row_tl.astype(np.int32)[key_of_job]  # (J, P) cell of each plan in a (T, L) table
+        self._fits_somewhere = tuple(self.pred_ok.any(axis=1).tolist())  # (J,) arrival-time rejection test
+        self._plan_type_l = tuple(self.plan_type.tolist())  # Python ints for scalar look-ups in the hot path
+        self._plan_count_l = tuple(self.plan_count.tolist())
+        self._max_node_gpus_l = tuple(self.max_node_gpus.tolist())
+        # nodes a plan spans when consolidated (iter_time assumes that placement)
+        self._plan_span_l = tuple(
+            max(1, -(-c // self._max_node_gpus_l[t])) for c, t in zip(self._plan_count_l, self._plan_type_l)
+        )
+        self._best_fit = cfg.placement == "best_fit"
+        self._plan_of_type = self.plan_type[None, :] == np.arange(self.num_types)[:, None]  # (T, P)
+        self._max_span = max(  # most nodes one job can span (one GPU per node at worst)
+            min(len(nodes), int(self.plan_counts_levels[-1])) for nodes in self._type_nodes
+        )
+        self._node_cap_l = tuple(cluster.node_capacity.tolist())
+
+    def _plan_row(self, model, batch: int, seq: int, cfg: SimConfig) -> tuple:
+        """Feasibility, layout and speed of one (model, batch, seq) on every plan slot."""
+        p = self.num_plans
+        pred_ok = np.zeros(p, dtype=bool)
+        true_ok = np.zeros(p, dtype=bool)
+        best_tp = np.ones(p, dtype=np.int64)
+        best_it = np.full(p, np.inf)
+        pred_method = "extended" if cfg.predictor == "oracle" else cfg.predictor
+        counts = self.plan_counts_levels.tolist()
+        for t_idx, t_name in enumerate(self.gpu_types):
+            gpu = get_gpu_type(t_name)
+            per_node = int(self.max_node_gpus[t_idx])
+            dp_a, tp_a = layouts(model.heads, batch, counts, per_node)  # by count, then tp
+            if not dp_a.size:
+                continue
+            cnt_a = dp_a * tp_a
+            cap = gpu.memory_bytes
+            true_fit = estimate_memory_array(model, batch_size=batch, seq_len=seq, dp=dp_a, tp=tp_a) <= cap
+            if pred_method == "extended":
+                pred_fit = true_fit
+            else:
+                pred_fit = (
+                    estimate_memory_array(model, batch_size=batch, seq_len=seq, dp=dp_a, tp=tp_a, method=pred_method)
+                    <= cap
+                )
+            spanned = np.maximum(1, -(-cnt_a // per_node))
+            it = iteration_time_array(
+                model, batch_size=batch, seq_len=seq, gpu=gpu, dp=dp_a, tp=tp_a,
+                nodes_spanned=spanned, utilisation=cfg.utilisation,
+            )
+            tp_pos = np.log2(tp_a).astype(np.int64)
+            placeable = self._empty_cap[t_idx, tp_pos] >= cnt_a
+            for k_idx, c in enumerate(counts):
+                slot = t_idx * len(counts) + k_idx
+                sel = np.flatnonzero((cnt_a == c) & placeable)
+                if sel.size == 0:
+                    continue
+                ok = sel[pred_fit[sel]]
+                choose = ok if ok.size else sel  # fastest predicted-feasible layout, else fastest
+                best = choose[np.argmin(it[choose])]
+                pred_ok[slot] = bool(ok.size)
+                true_ok[slot] = bool(true_fit[best])
+                best_tp[slot] = tp_a[best]
+                best_it[slot] = it[best]
+        reason = ""
+        if not pred_ok.any():
+            types = [get_gpu_type(t) for t in self.gpu_types]
+            plans = plan_resources(
+                model, batch_size=batch, seq_len=seq, gpu_types=types, method=pred_method,
+                max_gpus=int(self.plan_counts_levels[-1]),
+                gpus_per_node={t: int(g) for t, g in zip(self.gpu_types, self.max_node_gpus)},
+            )
+            reason = getattr(plans, "reason", "") or (
+                f"no plan of up to {int(self.plan_counts_levels[-1])} GPUs fits in memory on this cluster"
+            )
+        return pred_ok, true_ok, best_tp, best_it, reason
