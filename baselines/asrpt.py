@@ -43,7 +43,7 @@ Decision points (an env limitation, documented)
     A virtual completion or a consolidation deadline that falls between two events therefore cannot be acted
     on at its exact time. ``release="lookahead"`` (default) acts at the last decision point before it: the
     virtual schedule is advanced to the time the env would next consult the policy if it waits
-    (``sim.next_event_time()``; no job arrives before it, so this schedule uses only known jobs), and a
+    (``view.next_event_time()``; no job arrives before it, so this schedule uses only known jobs), and a
     deadline that falls before that time counts as reached. ``release="strict"`` acts only on virtual
     completions and deadlines ``<= now`` (a job may then wait until the next event, which can be long on
     a lightly loaded cluster).
@@ -66,7 +66,7 @@ from baselines.base import ScriptedPolicy
 from baselines.frenzy import PlanRanker, _fallback
 from frenzy_env.errors import ConfigError, unknown_name
 from frenzy_env.placement import place
-from frenzy_env.simulator import DONE, QUEUED, REJECTED
+from frenzy_env.policy import DONE, QUEUED, REJECTED, SimView
 from frenzy_env.throughput import iteration_time
 
 COMM_HEAVY = 1.5
@@ -207,11 +207,11 @@ class AsrptPolicy(ScriptedPolicy):
         self._ratio_cache: dict[tuple, float] = {}
 
     # ------------------------------------------------------------------ episode state
-    def setup(self, sim: Any) -> None:
-        n = sim.num_jobs
-        self.ranker = PlanRanker(sim)
+    def setup(self, view: SimView) -> None:
+        n = view.num_jobs
+        self.ranker = PlanRanker(view)
         self.forest = IterationForest(self.unseen, seed=self.seed) if self.predictor == "forest" else None
-        self.vt = float(sim.submit[0])  # virtual clock
+        self.vt = float(view.submit[0])  # virtual clock
         self._vnext = 0  # next job index to arrive in the virtual instance
         self._vheap: list[tuple[float, float, int, int]] = []  # (remaining, submit, job_id, job index)
         self._seq = 0
@@ -225,20 +225,20 @@ class AsrptPolicy(ScriptedPolicy):
         self.deadline = np.full(n, np.inf)  # (J,) release + tau * n_i * alpha_i for heavy jobs
         self._cands: dict[int, np.ndarray] = {}  # job -> plan slots at g_i, fastest first
         self._started: set[int] = set()
-        self._seen_finished = sim.finished
-        self._seen_ooms = sim.oom_failures
-        self._min_span = np.maximum(1, -(-sim.plan_count // sim.max_node_gpus[sim.plan_type]))  # (P,)
+        self._seen_finished = view.finished
+        self._seen_ooms = view.oom_failures
+        self._min_span = np.maximum(1, -(-view.plan_count // view.max_node_gpus[view.plan_type]))  # (P,)
 
     # ------------------------------------------------------------------ per-job quantities
     def _job_info(self, j: int) -> None:
         """g_i, candidate plans, alpha_i and the communication ratio of a newly arrived job."""
-        sim = self.sim
-        avail = sim.pred_ok[j]  # (P,)
-        counts = sim.plan_count
-        req = sim.jobs[j].requested_gpus
+        view = self.view
+        avail = view.pred_ok[j]  # (P,)
+        counts = view.plan_count
+        req = view.jobs[j].requested_gpus
         g = 0
         if req:
-            levels = sim.plan_counts_levels
+            levels = view.plan_counts_levels
             g = int(levels[levels <= req].max()) if (levels <= req).any() else int(levels[0])
             if not (avail & (counts == g)).any():
                 g = 0
@@ -246,53 +246,53 @@ class AsrptPolicy(ScriptedPolicy):
             top = self.ranker.top_plan(j)
             g = int(counts[top]) if top >= 0 else int(counts[np.flatnonzero(avail)[0]])
         cand = np.flatnonzero(avail & (counts == g))
-        cand = cand[np.argsort(sim.iter_time[j, cand], kind="stable")]
+        cand = cand[np.argsort(view.iter_time[j, cand], kind="stable")]
         self._cands[j] = cand
         self.gpus[j] = g
-        self.alpha[j] = float(sim.iter_time[j, cand[0]])
+        self.alpha[j] = float(view.iter_time[j, cand[0]])
         self.heavy[j] = self._comm_ratio(j, int(cand[0])) >= self.comm_heavy
 
     def _comm_ratio(self, j: int, plan: int) -> float:
         """alpha_max / alpha_min: most spread over consolidated iteration time of ``plan``."""
-        sim = self.sim
-        spec = sim.jobs[j]
+        view = self.view
+        spec = view.jobs[j]
         key = (spec.model, int(spec.batch_size), int(spec.seq_len), plan)
         ratio = self._ratio_cache.get(key)
         if ratio is None:
-            t = int(sim.plan_type[plan])
-            g, tp = int(sim.plan_count[plan]), int(sim.layout_tp[j, plan])
-            nodes_of_type = int((sim.cluster.node_type_index == t).sum())
+            t = int(view.plan_type[plan])
+            g, tp = int(view.plan_count[plan]), int(view.layout_tp[j, plan])
+            nodes_of_type = int((view.cluster.node_type_index == t).sum())
             widest = min(g // tp, nodes_of_type)
             if widest <= int(self._min_span[plan]):
                 ratio = 1.0
             else:
                 slow = iteration_time(
                     spec.model, batch_size=int(spec.batch_size), seq_len=int(spec.seq_len),
-                    gpu=sim.gpu_types[t], dp=g // tp, tp=tp, nodes_spanned=widest,
-                    utilisation=sim.config.utilisation,
+                    gpu=view.gpu_types[t], dp=g // tp, tp=tp, nodes_spanned=widest,
+                    utilisation=view.config.utilisation,
                 )
-                ratio = slow / float(sim.iter_time[j, plan])
+                ratio = slow / float(view.iter_time[j, plan])
             self._ratio_cache[key] = ratio
         return ratio
 
     def _predict_iterations(self, j: int) -> float:
-        sim = self.sim
+        view = self.view
         if self.predictor == "perfect":
-            return float(sim.work[j])
+            return float(view.work[j])
         if self.predictor == "estimate":
-            return float(sim.work_estimate[j])
-        return max(0.0, self.forest.predict(sim.jobs[j]))
+            return float(view.work_estimate[j])
+        return max(0.0, self.forest.predict(view.jobs[j]))
 
     # ------------------------------------------------------------------ virtual SRPT instance
     def _virtual_arrive(self, j: int) -> None:
-        sim = self.sim
-        if not sim.pred_ok[j].any():
+        view = self.view
+        if not view.pred_ok[j].any():
             return  # rejected at arrival: fits nowhere, never scheduled
         self._job_info(j)
         self.pred_iters[j] = self._predict_iterations(j)
-        work = self.gpus[j] / sim.cluster.num_gpus * self.pred_iters[j] * self.alpha[j]
-        spec = sim.jobs[j]
-        heapq.heappush(self._vheap, (work, float(sim.submit[j]), int(spec.job_id), j))
+        work = self.gpus[j] / view.cluster.num_gpus * self.pred_iters[j] * self.alpha[j]
+        spec = view.jobs[j]
+        heapq.heappush(self._vheap, (work, float(view.submit[j]), int(spec.job_id), j))
 
     def _release(self, j: int, t: float) -> None:
         self.release_seq[j] = self._seq
@@ -303,10 +303,10 @@ class AsrptPolicy(ScriptedPolicy):
         self._seq += 1
 
     def advance_virtual(self, horizon: float) -> None:
-        """Run the virtual SRPT machine up to ``horizon`` (jobs that have arrived in the sim only)."""
-        sim = self.sim
-        arrived = sim._next_arrival
-        submit = sim.submit
+        """Run the virtual SRPT machine up to ``horizon`` (jobs that have arrived in the simulator only)."""
+        view = self.view
+        arrived = view.arrived
+        submit = view.submit
         heap = self._vheap
         vt = self.vt
         while True:
@@ -336,35 +336,35 @@ class AsrptPolicy(ScriptedPolicy):
         self.vt = vt
 
     # ------------------------------------------------------------------ real cluster
-    def _sync(self) -> None:
+    def _sync(self, view: SimView) -> None:
         """Learn from jobs that finished; put jobs that crashed with OOM back in the pending queue."""
-        sim = self.sim
-        if sim.finished != self._seen_finished:
-            self._seen_finished = sim.finished
-            for j in [j for j in self._started if sim.status[j] == DONE]:
+        if view.finished != self._seen_finished:
+            self._seen_finished = view.finished
+            status = view.status
+            for j in [j for j in self._started if status[j] == DONE]:
                 self._started.discard(j)
                 if self.forest is not None:
-                    self.forest.observe(sim.jobs[j], float(sim.work[j]))
-        if sim.oom_failures != self._seen_ooms:
-            self._seen_ooms = sim.oom_failures
-            for j in [j for j in self._started if sim.status[j] in (QUEUED, REJECTED)]:
+                    self.forest.observe(view.jobs[j], float(view.work[j]))
+        if view.oom_failures != self._seen_ooms:
+            self._seen_ooms = view.oom_failures
+            status = view.status
+            for j in [j for j in self._started if status[j] in (QUEUED, REJECTED)]:
                 self._started.discard(j)
-                if sim.status[j] == QUEUED:
+                if status[j] == QUEUED:
                     bisect.insort(self._pending, (int(self.release_seq[j]), j))
 
-    def _horizon(self) -> float:
-        sim = self.sim
-        if not sim.has_pending_events():
+    def _horizon(self, view: SimView) -> float:
+        if not view.has_pending_events():
             return math.inf  # nothing will wake the policy again: everything is due now
         if self.release == "strict":
-            return sim.now
-        return max(sim.now, sim.next_event_time())
+            return view.now
+        return max(view.now, view.next_event_time())
 
     def _try_start(self, j: int, k: int, mask: np.ndarray, horizon: float) -> int | None:
-        sim = self.sim
-        p_n = sim.num_plans
+        view = self.view
+        p_n = view.num_plans
         cand = self._cands[j]
-        cand = cand[~sim.oom_known[j, cand]]
+        cand = cand[~view.oom_known[j, cand]]
         if cand.size == 0:
             cand = self.ranker.ranked(j)  # every plan of g_i GPUs crashed: its other plans, ranked
         row = mask[1 + k * p_n : 1 + (k + 1) * p_n]
@@ -373,19 +373,19 @@ class AsrptPolicy(ScriptedPolicy):
             return None
         if not self.heavy[j] or horizon >= self.deadline[j]:
             return 1 + k * p_n + int(legal[0])
-        free, nti, strategy = sim.state.free, sim.cluster.node_type_index, sim.config.placement
+        free, nti, strategy = view.free, view.cluster.node_type_index, view.config.placement
         for p in legal.tolist():
-            counts = place(free, nti, int(sim.plan_type[p]), int(sim.plan_count[p]), int(sim.layout_tp[j, p]),
+            counts = place(free, nti, int(view.plan_type[p]), int(view.plan_count[p]), int(view.layout_tp[j, p]),
                            strategy=strategy)
             if counts is not None and np.count_nonzero(counts) <= self._min_span[p]:
                 return 1 + k * p_n + p
         return None  # heavy: wait for a consolidated placement
 
     def act(self, mask: np.ndarray) -> int:
-        self.ensure_setup()
-        self._sync()
-        sim = self.sim
-        horizon = self._horizon()
+        view = self.ensure_setup()
+        self._sync(view)
+        status = view.status
+        horizon = self._horizon(view)
         self.advance_virtual(horizon)
         qv = self.env.visible_queue
         if not self._pending or len(qv) == 0:
@@ -393,7 +393,7 @@ class AsrptPolicy(ScriptedPolicy):
         slot = {int(j): k for k, j in enumerate(qv.tolist())}
         stale = False
         for _, j in self._pending:
-            if sim.status[j] != QUEUED:
+            if status[j] != QUEUED:
                 stale = True
                 continue
             k = slot.get(j)
@@ -412,7 +412,7 @@ class AsrptPolicy(ScriptedPolicy):
         return _fallback(mask)
 
     def _compact(self, exclude: int = -1) -> None:
-        status = self.sim.status
+        status = self.view.status
         self._pending = [(s, j) for s, j in self._pending if status[j] == QUEUED and j != exclude]
 
 

@@ -24,7 +24,7 @@ with room (``"exploratory"``, which does not know ``f_j`` yet: the type with the
 
 Strategies (``strategy``)
 -------------------------
-``"precompute"`` (default): ``f_j(w)`` from the environment's throughput model (``1 / sim.iter_time`` of
+``"precompute"`` (default): ``f_j(w)`` from the environment's throughput model (``1 / view.iter_time`` of
     the plan of ``w`` GPUs of the job's type, consolidated placement).
 ``"exploratory"``: a new job first runs for ``explore_time`` seconds (default 60) of progress at each of
     1, 2, 4 and 8 GPUs (sizes that do not fit in memory or cannot be placed are skipped) and records the
@@ -50,7 +50,7 @@ from baselines.base import ScriptedPolicy
 from baselines.frenzy import _fallback
 from frenzy_env.cluster import get_gpu_type
 from frenzy_env.errors import ConfigError, unknown_name
-from frenzy_env.simulator import QUEUED, RUNNING
+from frenzy_env.policy import QUEUED, RUNNING, SimView
 from frenzy_env.throughput import fit_speed_model
 
 STRATEGIES = ("precompute", "exploratory", "eight", "unit_step")
@@ -154,12 +154,12 @@ class DoublingPolicy(ScriptedPolicy):
         self._unit_cache: dict[tuple, np.ndarray] = {}
 
     # ------------------------------------------------------------------ episode state
-    def setup(self, sim: Any) -> None:
-        self.levels = sim.plan_counts_levels  # (K,)
+    def setup(self, view: SimView) -> None:
+        self.levels = view.plan_counts_levels  # (K,)
         self.k = len(self.levels)
         self._arange_k = np.arange(self.k)
-        self.capacity = sim.cluster.type_capacity.astype(np.int64)  # (T,)
-        self._peak = np.array([get_gpu_type(t).peak_tflops for t in sim.gpu_types])  # (T,)
+        self.capacity = view.cluster.type_capacity.astype(np.int64)  # (T,)
+        self._peak = np.array([get_gpu_type(t).peak_tflops for t in view.gpu_types])  # (T,)
         self.target: dict[int, tuple[int, int]] = {}  # job -> (type, GPUs) it should hold
         self._todo: set[int] = set()  # jobs whose target differs from what they hold
         self.exploring: dict[int, list[int]] = {}  # job -> exploration sizes still to visit (current first)
@@ -176,13 +176,13 @@ class DoublingPolicy(ScriptedPolicy):
         """(n, K) bool: plan sizes of each job's pool it may use (predictor fits, never crashed)."""
         plans = pools[:, None] * self.k + self._arange_k[None, :]  # (n, K)
         rows = jobs[:, None]
-        return self.sim.pred_ok[rows, plans] & ~self.sim.oom_known[rows, plans]
+        return self.view.pred_ok[rows, plans] & ~self.view.oom_known[rows, plans]
 
     def _speed_levels(self, jobs: np.ndarray, pools: np.ndarray) -> np.ndarray:
         """(n, K) f_j at the plan sizes of each job's pool (0 where infeasible)."""
         plans = pools[:, None] * self.k + self._arange_k[None, :]  # (n, K)
         with np.errstate(divide="ignore"):
-            sp = 1.0 / self.sim.iter_time[jobs[:, None], plans]
+            sp = 1.0 / self.view.iter_time[jobs[:, None], plans]
         if self.fitted:
             for i, j in enumerate(jobs.tolist()):
                 row = self.fitted.get(j)
@@ -193,7 +193,7 @@ class DoublingPolicy(ScriptedPolicy):
 
     def _speed_units(self, jobs: np.ndarray, pools: np.ndarray) -> np.ndarray:
         """(n, W) f_j at 1..W GPUs: the NNLS fit of the throughput model (0 below the smallest feasible)."""
-        sim = self.sim
+        view = self.view
         ok = self._feasible(jobs, pools)  # (n, K)
         levels = self.levels
         out = np.empty((len(jobs), int(levels[-1])))
@@ -201,7 +201,7 @@ class DoublingPolicy(ScriptedPolicy):
         for i, (j, t) in enumerate(zip(jobs.tolist(), pools.tolist())):
             row = self._unit_rows.get((j, t))
             if row is None:
-                spec = sim.jobs[j]
+                spec = view.jobs[j]
                 key = (spec.model, int(spec.batch_size), int(spec.seq_len), t, ok[i].tobytes())
                 row = self._unit_cache.get(key)
                 if row is None:
@@ -222,17 +222,18 @@ class DoublingPolicy(ScriptedPolicy):
 
     # ------------------------------------------------------------------ allocation
     def _recompute(self) -> None:
-        sim = self.sim
+        view = self.view
         self.recomputes += 1
         cap = self.capacity.copy()
-        now = sim.now
+        now = view.now
         jobs: list[int] = []
         pools: list[int] = []
         rem: list[float] = []
         fixed: dict[int, tuple[int, int]] = {}
-        for j in sorted(sim.running):
-            run = sim.running[j]
-            t, c = int(sim.plan_type[run.plan]), int(sim.plan_count[run.plan])
+        running = view.running
+        for j in sorted(running):
+            run = running[j]
+            t, c = int(view.plan_type[run.plan]), int(view.plan_count[run.plan])
             if j in self.exploring:
                 fixed[j] = (t, self.target.get(j, (t, c))[1])
                 cap[t] -= fixed[j][1]
@@ -240,7 +241,7 @@ class DoublingPolicy(ScriptedPolicy):
                 jobs.append(j)
                 pools.append(t)
                 done = run.done_base + max(0.0, now - run.progress_from) * run.rate
-                rem.append(max(float(sim.work_estimate[j]) - done, 1e-9))
+                rem.append(max(float(view.work_estimate[j]) - done, 1e-9))
         room = cap.copy()
         if jobs:
             ok = self._feasible(np.array(jobs), np.array(pools))
@@ -270,15 +271,15 @@ class DoublingPolicy(ScriptedPolicy):
 
     def _admit(self, qv, room, cap, fixed, jobs, pools, rem) -> None:
         """First-come admission of the visible queued jobs at their smallest size, each on its best pool."""
-        sim = self.sim
-        t_n, k_n = sim.num_types, self.k
-        ok = (sim.pred_ok[qv] & ~sim.oom_known[qv]).reshape(len(qv), t_n, k_n)  # (Q, T, K)
+        view = self.view
+        t_n, k_n = view.num_types, self.k
+        ok = (view.pred_ok[qv] & ~view.oom_known[qv]).reshape(len(qv), t_n, k_n)  # (Q, T, K)
         has = ok.any(axis=2)  # (Q, T)
         first = np.argmax(ok, axis=2)  # (Q, T) smallest feasible size index
         if self.strategy == "exploratory":
             speed = np.broadcast_to(self._peak[None, :], has.shape)  # f_j unknown: the GPU's peak
         else:
-            it = sim.iter_time[qv].reshape(len(qv), t_n, k_n)
+            it = view.iter_time[qv].reshape(len(qv), t_n, k_n)
             speed = 1.0 / np.take_along_axis(it, first[:, :, None], axis=2)[:, :, 0]  # (Q, T)
         order = np.argsort(-np.where(has, speed, -np.inf), axis=1, kind="stable").tolist()  # (Q, T)
         size = self.levels[first].tolist()
@@ -302,7 +303,7 @@ class DoublingPolicy(ScriptedPolicy):
                 else:
                     jobs.append(j)
                     pools.append(t)
-                    rem.append(max(float(sim.work_estimate[j] - sim.done_iters[j]), 1e-9))
+                    rem.append(max(float(view.work_estimate[j] - view.done_iters[j]), 1e-9))
                 break
 
     def _explore_sizes(self, ok: np.ndarray) -> list[int]:
@@ -312,30 +313,31 @@ class DoublingPolicy(ScriptedPolicy):
 
     def _explore_step(self) -> bool:
         """Advance exploring jobs past their measuring time; returns True when one finished exploring."""
-        sim = self.sim
+        view = self.view
+        running, now = view.running, view.now
         done_any = False
         free = None
         for j in list(self.exploring):
-            run = sim.running.get(j)
+            run = running.get(j)
             if run is None:
-                if sim.status[j] != QUEUED:
+                if view.status[j] != QUEUED:
                     self.exploring.pop(j)
                 continue
-            if sim.now < run.progress_from + self.explore_time:
+            if now < run.progress_from + self.explore_time:
                 continue
-            count, t = int(sim.plan_count[run.plan]), int(sim.plan_type[run.plan])
+            count, t = int(view.plan_count[run.plan]), int(view.plan_type[run.plan])
             obs = self.observed.setdefault(j, [])
             if run.rate > 0 and (not obs or obs[-1][0] != count):  # rate 0: an attempt doomed to OOM
                 obs.append((count, float(run.rate)))
             if free is None:
-                free = sim.state.free_by_type()
+                free = view.free_by_type()
             sizes = [s for s in self.exploring[j] if count < s <= count + free[t]]  # others cannot be placed
             if sizes:
                 self.exploring[j] = sizes
                 self.target[j] = (t, sizes[0])
                 self._todo.add(j)
                 continue
-            spec = sim.jobs[j]
+            spec = view.jobs[j]
             w = np.array([o[0] for o in obs], dtype=np.float64)
             f = np.array([o[1] for o in obs], dtype=np.float64)
             model = fit_speed_model(w, f, m=float(spec.batch_size), n=float(spec.model.num_params))
@@ -347,11 +349,10 @@ class DoublingPolicy(ScriptedPolicy):
 
     # ------------------------------------------------------------------ acting
     def act(self, mask: np.ndarray) -> int:
-        self.ensure_setup()
+        view = self.ensure_setup()
         if self.strategy == "eight":
             return self._act_fixed(mask)
-        sim = self.sim
-        counters = (sim._next_arrival, sim.finished, sim.rejected, sim.oom_failures)
+        counters = (view.arrived, view.finished, view.rejected, view.oom_failures)
         explored = self.strategy == "exploratory" and bool(self.exploring) and self._explore_step()
         if counters != self._counters or explored:
             self._counters = counters
@@ -362,21 +363,22 @@ class DoublingPolicy(ScriptedPolicy):
         """One action towards the targets: shrinks first, then starts, then grows."""
         if not self._todo:
             return _fallback(mask)
-        sim, env = self.sim, self.env
+        view, env = self.view, self.env
+        status, running = view.status, view.running
         grows: list[int] = []
         starts: list[tuple[int, int, int]] = []
         for j in sorted(self._todo):
             t, w = self.target[j]
-            st = sim.status[j]
+            st = status[j]
             if st == RUNNING:
-                plan = sim.running[j].plan
+                plan = running[j].plan
                 if plan == t * self.k + int(np.searchsorted(self.levels, w)):
                     self._todo.discard(j)
                     continue
                 a = env.resize_action(j, self._plan(t, w))
                 if a is None:
                     continue
-                if w < int(sim.plan_count[plan]):
+                if w < int(view.plan_count[plan]):
                     if mask[a]:
                         return a
                 else:
@@ -398,16 +400,16 @@ class DoublingPolicy(ScriptedPolicy):
 
     def _act_fixed(self, mask: np.ndarray) -> int:
         """``"eight"``: visible queued jobs in arrival order, ``fixed_gpus`` GPUs on the fastest legal type."""
-        sim, env = self.sim, self.env
+        view, env = self.view, self.env
         qv = env.visible_queue
         if len(qv) == 0:
             return _fallback(mask)
-        p_n = sim.num_plans
+        p_n = view.num_plans
         legal = mask[1 : 1 + len(qv) * p_n].reshape(len(qv), p_n)  # (Q, P)
         if not legal.any():
             return _fallback(mask)
-        avail = sim.pred_ok[qv] & ~sim.oom_known[qv]  # (Q, P)
-        counts = sim.plan_count[None, :]
+        avail = view.pred_ok[qv] & ~view.oom_known[qv]  # (Q, P)
+        counts = view.plan_count[None, :]
         want = min(self.fixed_gpus, int(self.levels[-1]))
         big = avail & (counts >= want)
         big = np.where(big.any(axis=1, keepdims=True), big, avail)
@@ -417,7 +419,7 @@ class DoublingPolicy(ScriptedPolicy):
         if rows.size == 0:
             return _fallback(mask)
         k = int(rows[0])
-        times = np.where(at_size[k], sim.iter_time[qv[k]], np.inf)
+        times = np.where(at_size[k], view.iter_time[qv[k]], np.inf)
         return 1 + k * p_n + int(np.argmin(times))
 
 

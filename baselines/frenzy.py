@@ -38,6 +38,7 @@ from baselines.base import ScriptedPolicy
 from frenzy_env.cluster import get_gpu_type
 from frenzy_env.errors import unknown_name
 from frenzy_env.memory import DEFAULT_RANKING, RANKINGS, estimate_memory_array
+from frenzy_env.policy import SimView
 
 PREDICTORS = (None, "frenzy", "extended", "oracle")
 _UNRANKED = np.iinfo(np.int64).max // 2  # rank position of a plan the policy never uses
@@ -50,16 +51,16 @@ class PlanRanker:
     plan list (0 = best), :data:`_UNRANKED` for plans outside it. Computed once per job per episode.
     """
 
-    def __init__(self, sim: Any, ranking: str = DEFAULT_RANKING, predictor: str | None = None) -> None:
+    def __init__(self, view: SimView, ranking: str = DEFAULT_RANKING, predictor: str | None = None) -> None:
         if ranking not in RANKINGS:
             raise unknown_name("ranking", ranking, RANKINGS)
         if predictor not in PREDICTORS:
             raise unknown_name("predictor", predictor, [p for p in PREDICTORS if p])
-        self.sim = sim
+        self.view = view
         self.ranking = ranking
-        method = predictor or sim.config.predictor
+        method = predictor or view.config.predictor
         self.method = "extended" if method == "oracle" else method
-        types = [get_gpu_type(t) for t in sim.gpu_types]
+        types = [get_gpu_type(t) for t in view.gpu_types]
         self._caps = np.array([g.memory_bytes for g in types], dtype=np.float64)  # (T,)
         order = sorted(range(len(types)), key=lambda i: (types[i].memory_bytes, types[i].cost_per_hour, types[i].name))
         fit_rank = np.empty(len(types), dtype=np.int64)
@@ -68,8 +69,8 @@ class PlanRanker:
         names = [g.name for g in types]
         self._name_rank = np.argsort(np.argsort(names)).astype(np.int64)  # (T,)
         self._by_config: dict[tuple, np.ndarray] = {}
-        self._pos = np.full((sim.num_jobs, sim.num_plans), -1, dtype=np.int64)  # (J, P); -1 = not computed
-        self._top = np.full(sim.num_jobs, -2, dtype=np.int64)  # (J,) best plan; -2 = not computed
+        self._pos = np.full((view.num_jobs, view.num_plans), -1, dtype=np.int64)  # (J, P); -1 = not computed
+        self._top = np.full(view.num_jobs, -2, dtype=np.int64)  # (J,) best plan; -2 = not computed
 
     def positions(self, jobs: np.ndarray) -> np.ndarray:
         """(len(jobs), P) rank position of each plan slot (0 = first choice)."""
@@ -93,31 +94,31 @@ class PlanRanker:
         return int(self._top[job])
 
     def _row(self, j: int) -> np.ndarray:
-        sim = self.sim
-        spec = sim.jobs[j]
+        view = self.view
+        spec = view.jobs[j]
         key = (spec.model, int(spec.batch_size), int(spec.seq_len))  # the layouts follow from these
         cached = self._by_config.get(key)
         if cached is None:
             cached = self._by_config[key] = self._rank_config(j)
         pos_row, own_ok = cached
-        ok = sim.pred_ok[j] & own_ok
+        ok = view.pred_ok[j] & own_ok
         if not ok.any():
-            ok = sim.pred_ok[j]  # the policy's predictor admits nothing: fall back to the env's plans
+            ok = view.pred_ok[j]  # the policy's predictor admits nothing: fall back to the env's plans
         return np.where(ok, pos_row, _UNRANKED)
 
     def _rank_config(self, j: int) -> tuple[np.ndarray, np.ndarray]:
         """(P,) rank position of every plan slot and (P,) whether the policy's predictor says it fits."""
-        sim = self.sim
-        spec = sim.jobs[j]
-        tp = sim.layout_tp[j]  # (P,) the layout the env runs at each plan slot
-        counts = sim.plan_count  # (P,)
+        view = self.view
+        spec = view.jobs[j]
+        tp = view.layout_tp[j]  # (P,) the layout the env runs at each plan slot
+        counts = view.plan_count  # (P,)
         mem = estimate_memory_array(
             spec.model, batch_size=int(spec.batch_size), seq_len=int(spec.seq_len),
             dp=np.maximum(counts // tp, 1), tp=tp, method=self.method,
         )  # (P,) bytes per GPU
-        t_idx = sim.plan_type
+        t_idx = view.plan_type
         cap = self._caps[t_idx]  # (P,)
-        times = np.nan_to_num(sim.iter_time[j], nan=np.inf, posinf=np.inf)  # (P,)
+        times = np.nan_to_num(view.iter_time[j], nan=np.inf, posinf=np.inf)  # (P,)
         name_rank = self._name_rank[t_idx]
         if self.ranking == "min_gpus":
             order = np.lexsort((tp, self._fit_rank[t_idx], counts))
@@ -127,8 +128,8 @@ class PlanRanker:
             order = np.lexsort((name_rank, tp, cap, counts, times))
         else:  # min_gpu_hours
             order = np.lexsort((name_rank, tp, cap, times, counts * times))
-        pos_row = np.empty(sim.num_plans, dtype=np.int64)
-        pos_row[order] = np.arange(sim.num_plans)
+        pos_row = np.empty(view.num_plans, dtype=np.int64)
+        pos_row[order] = np.arange(view.num_plans)
         return pos_row, mem <= cap
 
 
@@ -161,8 +162,8 @@ class FrenzyPolicy(ScriptedPolicy):
     @property
     def ranker(self) -> PlanRanker:
         """The plan ranker of the current simulator (rebuilt when the env builds a new one)."""
-        if self._ranker is None or self._ranker.sim is not self.sim:
-            self._ranker = PlanRanker(self.sim, self.ranking, self.predictor)
+        if self._ranker is None or self._ranker.view is not self.view:
+            self._ranker = PlanRanker(self.view, self.ranking, self.predictor)
         return self._ranker
 
     def act(self, mask: np.ndarray) -> int:

@@ -10,7 +10,7 @@ What it does, as the paper describes it, mapped onto this environment:
   8-GPU nodes (4, 8, 16, ... on 4-GPU nodes); Sia's non-power-of-two node counts (3 nodes = 24 GPUs) have no
   plan slot and are not offered. Only plans the configured memory predictor allows (and that have not
   crashed for the job) are candidates -- the same information every baseline gets.
-* **Goodput** of a configuration = throughput, ``1 / sim.iter_time`` (iterations/s, consolidated placement).
+* **Goodput** of a configuration = throughput, ``1 / view.iter_time`` (iterations/s, consolidated placement).
   Jobs have a fixed global batch here, so statistical efficiency is 1 and goodput equals throughput.
 * The goodput matrix is **normalised per job** by the job's smallest candidate goodput (its row minimum is 1).
 * **Restart factor**: for a running job, every configuration other than its current one is scaled by
@@ -44,6 +44,7 @@ import numpy as np
 
 from baselines.base import ScriptedPolicy
 from frenzy_env.errors import ConfigError
+from frenzy_env.policy import QUEUED
 
 ZERO_ALLOC_GOODPUT = 1e-4  # Sia's ZERO_ALLOC_GAIN: the goodput a job with no allocation counts as
 
@@ -170,11 +171,11 @@ class SiaPolicy(ScriptedPolicy):
 
     # ------------------------------------------------------------------ acting
     def act(self, mask: np.ndarray) -> int:
-        sim = self.sim
-        if sim.now >= self._next_round:
+        view = self.view
+        if view.now >= self._next_round:
             self._todo = self.plan_round()
             self.rounds += 1
-            self._next_round = (math.floor(sim.now / self.round_s) + 1) * self.round_s
+            self._next_round = (math.floor(view.now / self.round_s) + 1) * self.round_s
         for i, (kind, job, plan) in enumerate(self._todo):
             action = self._legal_action(kind, job, plan, mask)
             if action is not None:
@@ -184,24 +185,24 @@ class SiaPolicy(ScriptedPolicy):
         return 0
 
     def _legal_action(self, kind: str, job: int, plan: int, mask: np.ndarray) -> int | None:
-        env, sim = self.env, self.sim
+        env, view = self.env, self.view
         if kind == "start":
-            if sim.status[job] != 1:  # QUEUED
+            if view.status[job] != QUEUED:
                 return None
             action = env.start_action(job, plan)
             own = None
         else:
-            run = sim.running.get(job)
+            run = view.running.get(job)
             if run is None or run.plan == plan:
                 return None
             action = env.resize_action(job, plan)
             own = run.counts
         if action is None or not mask[action]:
             return None
-        t = int(sim.plan_type[plan])
-        count = int(sim.plan_count[plan])
-        if count < int(sim.max_node_gpus[t]):  # a partial-node configuration stays on one node
-            free = sim.state.free if own is None else sim.state.free + own
+        t = int(view.plan_type[plan])
+        count = int(view.plan_count[plan])
+        if count < int(view.max_node_gpus[t]):  # a partial-node configuration stays on one node
+            free = view.free if own is None else view.free + own
             if not (free[self.env.cluster.node_type_index == t] >= count).any():
                 return None
         return action
@@ -209,38 +210,39 @@ class SiaPolicy(ScriptedPolicy):
     # ------------------------------------------------------------------ one round
     def candidates(self, jobs: np.ndarray) -> np.ndarray:
         """(len(jobs), P) bool: Sia's candidate configurations of each job (plan slots)."""
-        sim = self.sim
-        cand = sim.available_plans(jobs).copy()
+        view = self.view
+        cand = view.available_plans(jobs).copy()
         if self.requested_only:
-            levels = sim.plan_counts_levels
+            levels = view.plan_counts_levels
             for row, j in enumerate(jobs.tolist()):
-                want = sim.jobs[j].requested_gpus
+                want = view.jobs[j].requested_gpus
                 ok = cand[row]
                 if want:
                     below = levels[levels <= want]
                     target = int(below.max()) if below.size else int(levels[0])
                 else:  # no request: the smallest count the job can run on
-                    target = int(sim.plan_count[ok].min()) if ok.any() else 0
-                cand[row] &= sim.plan_count == target
+                    target = int(view.plan_count[ok].min()) if ok.any() else 0
+                cand[row] &= view.plan_count == target
         return cand
 
     def goodput_matrix(self, jobs: np.ndarray, cand: np.ndarray) -> np.ndarray:
         """(len(jobs), P): normalised goodput of each candidate, restart-scaled for running jobs; 0 elsewhere."""
-        sim = self.sim
+        view = self.view
         with np.errstate(divide="ignore"):
-            raw = np.where(cand, 1.0 / sim.iter_time[jobs], 0.0)  # iterations / s
+            raw = np.where(cand, 1.0 / view.iter_time[jobs], 0.0)  # iterations / s
         raw[~np.isfinite(raw)] = 0.0
         pos = np.where(raw > 0, raw, np.inf)
         row_min = pos.min(axis=1, keepdims=True)
         good = np.where(raw > 0, raw / np.where(np.isfinite(row_min), row_min, 1.0), 0.0)
-        cfg = sim.config
+        cfg = view.config
         penalty = cfg.restart_overhead + cfg.startup_time if self.restart_penalty is None else self.restart_penalty
+        running_jobs, now = view.running, view.now
         for row, j in enumerate(jobs.tolist()):
-            run = sim.running.get(j)
+            run = running_jobs.get(j)
             if run is None:
                 continue
-            age = sim.now - float(sim.submit[j])
-            restarts = sim.records[j].restarts
+            age = now - float(view.submit[j])
+            restarts = int(view.job_restarts[j])
             factor = 1.0 if age < penalty else max(age - restarts * penalty, 0.0) / (age + penalty)
             keep = good[row, run.plan]
             good[row] *= factor
@@ -249,7 +251,7 @@ class SiaPolicy(ScriptedPolicy):
 
     def plan_round(self) -> list[tuple[str, int, int]]:
         """Solve one round; returns the ordered steps (resizes then starts) that carry the choice out."""
-        env, sim = self.env, self.sim
+        env, view = self.env, self.view
         running = np.asarray(env.visible_running, dtype=np.int64)
         queued = np.asarray(env.visible_queue, dtype=np.int64)
         jobs = np.concatenate([running, queued])
@@ -257,22 +259,23 @@ class SiaPolicy(ScriptedPolicy):
             return []
         cand = self.candidates(jobs)
         nr = running.size
-        current = np.array([sim.running[int(j)].plan for j in running], dtype=np.int64)
+        running_jobs, now = view.running, view.now
+        current = np.array([running_jobs[int(j)].plan for j in running], dtype=np.int64)
         cand[np.arange(nr), current] = True  # a running job can always keep what it has
         good = self.goodput_matrix(jobs, cand)
         pinned = np.full(jobs.size, -1, dtype=np.int64)
-        warming = np.array([sim.running[int(j)].progress_from > sim.now for j in running], dtype=bool)
+        warming = np.array([running_jobs[int(j)].progress_from > now for j in running], dtype=bool)
         pinned[:nr][warming] = current[warming]
         must = np.zeros(jobs.size, dtype=bool)
         must[:nr] = True
         # capacity per type, less GPUs of running jobs the policy cannot see (and so cannot move)
         capacity = self.env.cluster.type_capacity.astype(np.float64).copy()
         visible = set(running.tolist())
-        for j, run in sim.running.items():
+        for j, run in running_jobs.items():
             if j not in visible:
-                capacity[int(sim.plan_type[run.plan])] -= float(run.counts.sum())
+                capacity[int(view.plan_type[run.plan])] -= float(run.counts.sum())
         choice = solve_sia_milp(
-            good, sim.plan_count, sim.plan_type, capacity, p=self.p, must_allocate=must, pinned=pinned,
+            good, view.plan_count, view.plan_type, capacity, p=self.p, must_allocate=must, pinned=pinned,
             time_limit=self.time_limit,
         )
         resizes, starts = [], []
@@ -282,10 +285,10 @@ class SiaPolicy(ScriptedPolicy):
                 continue
             if row < nr:
                 if plan != current[row]:
-                    growth = int(sim.plan_count[plan]) - int(sim.plan_count[current[row]])
+                    growth = int(view.plan_count[plan]) - int(view.plan_count[current[row]])
                     resizes.append((growth, row, ("resize", j, plan)))
             else:
-                starts.append((-int(sim.plan_count[plan]), row, ("start", j, plan)))
+                starts.append((-int(view.plan_count[plan]), row, ("start", j, plan)))
         resizes.sort()
         starts.sort()
         return [step for *_, step in resizes] + [step for *_, step in starts]

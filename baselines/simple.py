@@ -57,13 +57,13 @@ class FifoPolicy(ScriptedPolicy):
 
     def requested_plans(self, job: int) -> np.ndarray:
         """Plan slots with the job's requested count (or its smallest available count), by GPU type order."""
-        sim = self.sim
-        avail = sim.available_plans(np.array([job]))[0]
-        want = sim.jobs[job].requested_gpus
-        counts = sim.plan_count
+        view = self.view
+        avail = view.available_plans(np.array([job]))[0]
+        want = view.jobs[job].requested_gpus
+        counts = view.plan_count
         if want:
             # the largest plan count not above the request (requests need not be powers of two)
-            levels = sim.plan_counts_levels
+            levels = view.plan_counts_levels
             target = int(levels[levels <= want].max()) if (levels <= want).any() else int(levels[0])
             plans = np.flatnonzero(avail & (counts == target))
             if plans.size:
@@ -82,19 +82,19 @@ class SjfPolicy(ScriptedPolicy):
     oracle = True
 
     def act(self, mask: np.ndarray) -> int:
-        env, sim = self.env, self.sim
+        env, view = self.env, self.view
         qv = env.visible_queue
         if len(qv) == 0:
             return 0
-        p = sim.num_plans
+        p = view.num_plans
         legal = mask[1 : 1 + len(qv) * p].reshape(len(qv), p)
         if not legal.any():
             return 0
-        rem = sim.work[qv] - sim.done_iters[qv]
-        times = np.where(legal, rem[:, None] * sim.iter_time[qv], np.inf)  # (Q, P) seconds
+        rem = view.work[qv] - view.done_iters[qv]
+        times = np.where(legal, rem[:, None] * view.iter_time[qv], np.inf)  # (Q, P) seconds
         # shortest job by its best plan over all plans (not only the legal ones): if it cannot start now
         # on a legal plan, take its fastest legal one
-        order = np.argsort(np.where(sim.available_plans(qv), rem[:, None] * sim.iter_time[qv], np.inf).min(1))
+        order = np.argsort(np.where(view.available_plans(qv), rem[:, None] * view.iter_time[qv], np.inf).min(1))
         for k in order:
             if np.isfinite(times[k]).any():
                 return env.start_action(int(qv[k]), int(np.argmin(times[k])))

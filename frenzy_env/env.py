@@ -30,6 +30,7 @@ from frenzy_env.observation import (
     Q,
     R,
 )
+from frenzy_env.policy import SimView
 from frenzy_env.simulator import QUEUED, RUNNING, ClusterSimulator, SimConfig
 from frenzy_env.workload import Workload, make_generator
 
@@ -148,6 +149,9 @@ class FrenzyEnv(gym.Env):
         # A simulator for the first workload fixes the plan slots, hence the spaces.
         first = self._fixed_workload if self._fixed_workload is not None else self._generator.generate(0)
         self.sim = ClusterSimulator(self.cluster, first, self.sim_config, seed=0)
+        # what policies may read of the simulator: a plain attribute (policies read it many times per
+        # decision), replaced with the simulator
+        self.view = SimView(self.sim)
         self._sim_seed: int | None = 0
         self.episode_seed: int | None = None  # set by reset(): the seed this episode's workload was drawn with
         q, r, p = self.queue_slots, self.running_slots, self.sim.num_plans
@@ -233,10 +237,12 @@ class FrenzyEnv(gym.Env):
         if self._generator is not None:
             workload = self._generator.generate(wl_seed)
             self.sim = ClusterSimulator(self.cluster, workload, self.sim_config, seed=wl_seed)
+            self.view = SimView(self.sim)
             if self.sim.num_plans != self.num_plans:
                 raise ConfigError("the workload generator changed the number of plan slots between resets")
         elif self._sim_seed != wl_seed:
             self.sim = ClusterSimulator(self.cluster, self._fixed_workload, self.sim_config, seed=wl_seed)
+            self.view = SimView(self.sim)
         else:
             self.sim.reset_state()
         self._sim_seed = None if self._generator is not None else wl_seed

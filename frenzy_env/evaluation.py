@@ -1,11 +1,13 @@
 """Run policies through the environment and summarise the results with confidence intervals.
 
-A policy is anything with the stable-baselines3 ``predict`` signature::
+A policy is a :class:`~frenzy_env.policy.Policy`: the stable-baselines3 ``predict`` signature plus ``reset``::
 
     predict(observation, state=None, episode_start=None, deterministic=True, action_masks=None)
         -> (action, state)
+    reset()  # after each env.reset(), before the episode's first predict
 
-so trained MaskablePPO models and the scripted baselines run through exactly the same loop.
+so trained agents (``agents.ppo.PPOPolicy``, ``agents.rllib.RLlibPolicy``) and the scripted baselines run
+through exactly the same loop.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from frenzy_env.policy import Policy
 
 JOB_COLUMNS = (
     "job_id", "submit_time", "start_time", "finish_time", "jct", "gpu_type", "num_gpus", "dp", "tp",
@@ -64,23 +68,22 @@ def jobs_table(sim: Any) -> pd.DataFrame:
 
 def play(
     env: Any,
-    policy: Any,
+    policy: Policy,
     seed: int | None = None,
     *,
     deterministic: bool = True,
     max_steps: int | None = None,
     time_budget_s: float | None = None,
 ) -> tuple[dict, bool, np.ndarray]:
-    """The evaluation loop: reset ``env`` with ``seed``, let ``policy`` act until the episode ends, after
-    ``max_steps`` decisions, or once ``time_budget_s`` wall seconds have passed (checked every 1,024
-    decisions). Returns the last ``info``, whether the episode terminated, and the wall time in seconds of
+    """The evaluation loop: reset ``env`` with ``seed``, then ``policy``; let ``policy`` act until the episode
+    ends, after ``max_steps`` decisions, or once ``time_budget_s`` wall seconds have passed (checked every
+    1,024 decisions). Returns the last ``info``, whether the episode terminated, and the wall time in seconds of
     each ``predict`` call (the decision latencies)."""
     base = env.unwrapped
     clock = time.perf_counter
     deadline = math.inf if time_budget_s is None else clock() + time_budget_s
     obs, info = env.reset(seed=seed)
-    if hasattr(policy, "reset"):
-        policy.reset()
+    policy.reset()
     latencies: list[float] = []
     state = None
     episode_start = np.ones((1,), dtype=bool)
@@ -103,7 +106,7 @@ def play(
 
 def run_episode(
     env: Any,
-    policy: Any,
+    policy: Policy,
     seed: int | None = None,
     *,
     deterministic: bool = True,
@@ -184,7 +187,7 @@ TIMING_METRICS = ("latency_median_ms", "latency_p99_ms")
 
 def evaluate(
     make_env: Callable[[str], Any],
-    policies: dict[str, Callable[[Any], Any]],
+    policies: dict[str, Callable[[Any], Policy]],
     workloads: Iterable[str],
     seeds: Iterable[int],
     *,
