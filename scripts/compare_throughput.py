@@ -1,7 +1,8 @@
 """Compare the throughput model's scaling shape with measured A100 throughputs (ElasticFlow); calibrate it.
 
-Reads ``shared/data/throughput/elasticflow_a100/{gpt2,bert}.csv`` (iterations/s at 1..64 A100 GPUs for
-given global batch sizes; Apache-2.0, pkusys/ElasticFlow) and prints, for every measured point, model vs
+Reads ``throughput/elasticflow_a100/{gpt2,bert}.csv`` of the shared data folder (``--data``, else from
+:func:`frenzy_env.paths.shared_data_dir`): iterations/s at 1..64 A100 GPUs for given global batch sizes
+(Apache-2.0, pkusys/ElasticFlow). It prints, for every measured point, model vs
 measured speed-up ``speed(w) / speed(1)`` and its relative error for
 
 - *before*: the uncalibrated analytic model (no per-iteration overhead, full link bandwidth, no all-reduce
@@ -27,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from frenzy_env.models import ModelSpec, custom_model, get_model
+from frenzy_env.paths import shared_data_dir
 from frenzy_env.throughput import (
     DEFAULT_COMM_EFFICIENCY,
     DEFAULT_HOP_LATENCY_S,
@@ -35,9 +37,8 @@ from frenzy_env.throughput import (
     iteration_time_array,
 )
 
-DEFAULT_DATA = (
-    Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "throughput" / "elasticflow_a100"
-)
+SHARED = shared_data_dir()
+DEFAULT_DATA = SHARED / "throughput" / "elasticflow_a100" if SHARED is not None else None
 GPU = "A100-80GB"
 GPUS_PER_NODE = 8
 # ElasticFlow's BERT job is BERT-base (Devlin et al. 2019: L=12, H=768, A=12), not in the catalogue.
@@ -212,6 +213,8 @@ def main() -> None:
     parser.add_argument("--llm", action="store_true", help="print LLM 8 -> 64 GPU speed-ups")
     parser.add_argument("--nnls", action="store_true", help="also fit the Capes et al. f(w) to each curve")
     args = parser.parse_args()
+    if args.data is None:
+        raise SystemExit("no shared data folder: pass --data (or set FRENZY_ENV_DATA)")
     if not (args.data / "gpt2.csv").exists():
         raise SystemExit(f"no measured throughputs at {args.data} (pass --data)")
     curves = load_curves(args.data)

@@ -27,6 +27,7 @@ from agents.ppo import DEFAULT_MODEL_PATH, TEST_SEED_START, load_policy
 from baselines import POLICIES, make_policy
 from frenzy_env.env import FrenzyEnv
 from frenzy_env.evaluation import evaluate, summarise, summary_markdown
+from frenzy_env.paths import shared_data_dir
 
 _COLOURS = {"frenzy": "C1", "asrpt": "C2", "doubling": "C3", "fifo": "C4"}
 
@@ -185,13 +186,16 @@ def main() -> None:
         "--combine", type=Path, action="append", default=[], help="episodes.csv of an earlier run to include"
     )
     ap.add_argument("--select", type=Path, default=None, help="a training run: pick its model on validation")
+    shared = shared_data_dir()
     ap.add_argument(
         "--traces",
         type=Path,
-        default=Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "traces" / "itp",
-        help="folder of the ITP CSVs (for the validation trace window)",
+        default=shared / "traces" / "itp" if shared is not None else None,
+        help="folder of the ITP CSVs (for the validation trace window; default traces/itp of the shared data)",
     )
     args = ap.parse_args()
+    if args.select is not None and args.traces is None:
+        ap.error("--select needs --traces (there is no shared data folder)")
     args.out.mkdir(parents=True, exist_ok=True)
     if args.select is not None:
         print(f"selected: {select_model(args.select, args.out, args.traces)}")

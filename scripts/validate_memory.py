@@ -1,7 +1,7 @@
 """Predicted vs measured peak GPU memory, both MARP methods side by side.
 
-1. Published measurements: every row of a calibration-format CSV (default
-   ``../shared/data/memory/calibration.csv`` from the repository root, when present). For each case it prints
+1. Published measurements: every row of a calibration-format CSV (default ``memory/calibration.csv`` of the
+   shared data folder, :func:`frenzy_env.paths.shared_data_dir`, when present). For each case it prints
    the measured MiB, the "frenzy" and "extended" predictions, the signed relative error
    ``(pred - meas) / meas`` and the accuracy ``1 - |pred - meas| / meas``, and whether the case was used to fit
    the extended estimator's constants. ``--fit`` re-derives those constants from the fitted cases.
@@ -38,9 +38,10 @@ import numpy as np
 from frenzy_env.calibration import FITTED_CASES, calibration_case, load_cases, predict_case
 from frenzy_env.memory import MiB, estimate_memory
 from frenzy_env.models import custom_model
+from frenzy_env.paths import shared_data_dir
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_CSV = ROOT.parent / "shared" / "data" / "memory" / "calibration.csv"
+SHARED = shared_data_dir()
+DEFAULT_CSV = SHARED / "memory" / "calibration.csv" if SHARED is not None else None
 # the case mapping lives in the package (frenzy reproduce uses it too)
 row_to_case = calibration_case
 load_rows = load_cases
@@ -299,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     results: dict[str, object] = {}
-    if args.csv.exists():
+    if args.csv is not None and args.csv.exists():
         rows = load_rows(args.csv)
         if args.fit:
             f, c = fit_constants(rows)
@@ -311,7 +312,8 @@ def main(argv: list[str] | None = None) -> int:
         print_csv_report(recs)
         results["calibration"] = recs
     else:
-        print(f"== published measurements: {args.csv} not found, skipped")
+        where = args.csv if args.csv is not None else "memory/calibration.csv of the shared data folder"
+        print(f"== published measurements: {where} not found, skipped")
 
     if args.no_cuda:
         print("== own CUDA measurements: skipped (--no-cuda)")

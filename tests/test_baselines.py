@@ -13,17 +13,6 @@ from frenzy_env.cluster import ClusterSpec
 from frenzy_env.env import FrenzyEnv
 from frenzy_env.errors import ConfigError, UnknownNameError
 from frenzy_env.evaluation import run_episode
-from frenzy_env.workload import JobSpec, Workload
-
-
-def _job(i: int, t: float, iters: float, *, model: str = "gpt2", batch: int = 8, req: int | None = None,
-         group: int | None = None) -> JobSpec:
-    return JobSpec(job_id=i, submit_time=t, model=model, batch_size=batch, seq_len=1024, iterations=iters,
-                   requested_gpus=req, group=group)
-
-
-def _env(cluster: ClusterSpec, jobs: list[JobSpec], **kw) -> FrenzyEnv:
-    return FrenzyEnv(cluster=cluster, workload=Workload("test", tuple(jobs)), **kw)
 
 
 def _play(env: FrenzyEnv, policy, max_steps: int = 10_000) -> dict:
@@ -58,11 +47,11 @@ def test_registry_and_keywords():
 
 
 # ----------------------------------------------------------------------------------------------- Frenzy
-def test_frenzy_picks_tightest_node():
+def test_frenzy_picks_tightest_node(make_job, make_env):
     # setup through the env's own actions: j0 8 GPUs -> node 0, j1 8 -> node 1, j2 4 -> node 2 (free 4);
     # j0 is short and finishes at ~30 s, so node 0 is empty again when j3 (1 GPU) arrives at t=1000.
-    jobs = [_job(0, 0, 1), _job(1, 0, 1e6), _job(2, 0, 1e6), _job(3, 1000, 1e6)]
-    env = _env(A100_3x8, jobs)
+    jobs = [make_job(0, 0, 1), make_job(1, 0, 1e6), make_job(2, 0, 1e6), make_job(3, 1000, 1e6)]
+    env = make_env(A100_3x8, jobs)
     env.reset(seed=0)
     sim = env.sim
     for j, n in ((0, 8), (1, 8), (2, 4)):
@@ -79,9 +68,9 @@ def test_frenzy_picks_tightest_node():
     assert sim.state.free.tolist() == [8, 0, 3]
 
 
-def test_frenzy_ranking_chooses_gpu_type():
+def test_frenzy_ranking_chooses_gpu_type(make_job, make_env):
     cluster = ClusterSpec.from_counts("het", {"A100-80GB": (1, 8), "V100-32GB": (1, 8)}, reference_gpu_type="A100-80GB")
-    env = _env(cluster, [_job(0, 0, 100)])
+    env = make_env(cluster, [make_job(0, 0, 100)])
     env.reset(seed=0)
     sim = env.sim
     small = FrenzyPolicy(env).predict(None, action_masks=env.action_masks())[0]
@@ -91,9 +80,9 @@ def test_frenzy_ranking_chooses_gpu_type():
     assert int(fast) == env.start_action(0, best) and sim.plan_count[best] > 1
 
 
-def test_frenzy_waits_when_nothing_fits_and_ends():
-    jobs = [_job(0, 0, 2e4), _job(1, 0, 2e4), _job(2, 0, 2e4)]
-    env = _env(A100_1x8, jobs)
+def test_frenzy_waits_when_nothing_fits_and_ends(make_job, make_env):
+    jobs = [make_job(0, 0, 2e4), make_job(1, 0, 2e4), make_job(2, 0, 2e4)]
+    env = make_env(A100_1x8, jobs)
     env.reset(seed=0)
     policy = FrenzyPolicy(env)
     mask = env.action_masks()
@@ -105,7 +94,7 @@ def test_frenzy_waits_when_nothing_fits_and_ends():
 
 
 # ----------------------------------------------------------------------------------------------- A-SRPT
-def test_asrpt_three_job_order_and_start_times():
+def test_asrpt_three_job_order_and_start_times(make_job, make_env):
     """Virtual works (G = g = 8 GPUs, perfect prediction): A=100 s at t=0, B=95 s at t=10, C=50 s at t=20.
 
     Virtual SRPT: A runs 0-20 (B's 95 > A's 90 left at t=10); C (50) preempts A (80 left) at 20 and completes
@@ -113,12 +102,11 @@ def test_asrpt_three_job_order_and_start_times():
     runs, no arrival is due), so all three are released then. Real (startup 30 s, run = virtual work):
     C starts 20, ends 100; A starts 100, ends 230; B starts 230, ends 355.
     """
-    probe = _env(A100_1x8, [_job(0, 0, 1, req=8)])
+    probe = make_env(A100_1x8, [make_job(0, 0, 1, requested_gpus=8)])
     alpha = float(probe.sim.iter_time[0, probe.sim.plan_index("A100-80GB", 8)])
     works = {"A": 100.0, "B": 95.0, "C": 50.0}
-    jobs = [_job(0, 0, works["A"] / alpha, req=8), _job(1, 10, works["B"] / alpha, req=8),
-            _job(2, 20, works["C"] / alpha, req=8)]
-    env = _env(A100_1x8, jobs)
+    jobs = [make_job(i, t, works[k] / alpha, requested_gpus=8) for i, (t, k) in enumerate(zip((0, 10, 20), "ABC"))]
+    env = make_env(A100_1x8, jobs)
     policy = make_policy("asrpt", env, predictor="perfect")
     info = _play(env, policy)
     assert info["metrics"]["finished"] == 3
@@ -130,14 +118,15 @@ def test_asrpt_three_job_order_and_start_times():
                                atol=1e-6)
 
 
-def test_asrpt_strict_order_blocks_and_backfill_does_not():
+def test_asrpt_strict_order_blocks_and_backfill_does_not(make_job, make_env):
     # j0 (4 GPUs, ~1500 s) is released and starts at t=0 (alone until t=1000). j1 (8 GPUs, tiny) arrives at
     # 1000 and heads the pending queue but cannot start before j0 ends; j2 (1 GPU) arrives at 1010 behind it.
-    probe = _env(A100_1x8, [_job(0, 0, 1, req=4)])
+    probe = make_env(A100_1x8, [make_job(0, 0, 1, requested_gpus=4)])
     alpha4 = float(probe.sim.iter_time[0, probe.sim.plan_index("A100-80GB", 4)])
-    jobs = [_job(0, 0, 1500 / alpha4, req=4), _job(1, 1000, 1.0, req=8), _job(2, 1010, 100.0, req=1)]
+    jobs = [make_job(0, 0, 1500 / alpha4, requested_gpus=4), make_job(1, 1000, 1.0, requested_gpus=8),
+            make_job(2, 1010, 100.0, requested_gpus=1)]
     for backfill in (False, True):
-        env = _env(A100_1x8, jobs)
+        env = make_env(A100_1x8, jobs)
         policy = make_policy("asrpt", env, predictor="perfect", backfill=backfill)
         info = _play(env, policy)
         rec = env.sim.records
@@ -150,16 +139,17 @@ def test_asrpt_strict_order_blocks_and_backfill_does_not():
             assert rec[2].start_time >= rec[1].finish_time  # j2 strictly after j1
 
 
-def test_asrpt_comm_heavy_waits_for_consolidation_until_tau():
+def test_asrpt_comm_heavy_waits_for_consolidation_until_tau(make_job, make_env):
     # 2 nodes x 8 V100. At t=0 (best fit) jA, jB -> node 0, jC -> node 1; jA is short, so from ~30 s the free
     # GPUs are 4 + 4. The heavy 8-GPU gpt2-large job arriving at 5000 finds only that spread placement.
     cluster = ClusterSpec.from_counts("v2", {"V100-32GB": (2, 8)}, reference_gpu_type="V100-32GB")
-    probe = _env(cluster, [_job(0, 0, 1, req=4)])
+    probe = make_env(cluster, [make_job(0, 0, 1, requested_gpus=4)])
     alpha4 = float(probe.sim.iter_time[0, probe.sim.plan_index("V100-32GB", 4)])
-    jobs = [_job(0, 0, 1.0, req=4), _job(1, 0, 8000 / alpha4, req=4), _job(2, 0, 8000 / alpha4, req=4),
-            _job(3, 5000, 2e3, model="gpt2-large", req=8)]
+    jobs = [make_job(0, 0, 1.0, requested_gpus=4), make_job(1, 0, 8000 / alpha4, requested_gpus=4),
+            make_job(2, 0, 8000 / alpha4, requested_gpus=4),
+            make_job(3, 5000, 2e3, model="gpt2-large", requested_gpus=8)]
     for tau in (0.0, 1e6):
-        env = _env(cluster, jobs)
+        env = make_env(cluster, jobs)
         policy = make_policy("asrpt", env, predictor="perfect", tau=tau)
         info = _play(env, policy)
         rec = env.sim.records
@@ -171,16 +161,16 @@ def test_asrpt_comm_heavy_waits_for_consolidation_until_tau():
             assert rec[3].start_time == pytest.approx(min(rec[1].finish_time, rec[2].finish_time))
 
 
-def test_iteration_forest_unseen_zero_then_learns():
+def test_iteration_forest_unseen_zero_then_learns(make_job):
     f = IterationForest()
-    a, b = _job(0, 0, 500, group=1), _job(1, 0, 900, group=2)
+    a, b = make_job(0, 0, 500, group=1), make_job(1, 0, 900, group=2)
     assert f.predict(a) == 0.0
     f.observe(a, 500.0)
-    assert f.predict(_job(2, 5, 1, group=1)) == pytest.approx(500.0)
+    assert f.predict(make_job(2, 5, 1, group=1)) == pytest.approx(500.0)
     assert f.predict(b) == 0.0
     g = IterationForest(unseen="mean")
     g.observe(a, 500.0)
-    g.observe(_job(3, 0, 300, group=1), 300.0)
+    g.observe(make_job(3, 0, 300, group=1), 300.0)
     assert g.predict(b) == pytest.approx(400.0)
 
 
@@ -221,9 +211,9 @@ def test_unit_step_stops_where_the_hand_computation_says():
     assert dbl.tolist() == [4]
 
 
-def test_doubling_policy_reaches_greedy_allocation_then_resizes_on_completion():
-    jobs = [_job(0, 0, 2e4), _job(1, 0, 2e5)]
-    env = _env(A100_1x8, jobs, restart_overhead=10.0)
+def test_doubling_policy_reaches_greedy_allocation_then_resizes_on_completion(make_job, make_env):
+    jobs = [make_job(0, 0, 2e4), make_job(1, 0, 2e5)]
+    env = make_env(A100_1x8, jobs, restart_overhead=10.0)
     env.reset(seed=0)
     sim = env.sim
     policy = DoublingPolicy(env)
@@ -267,11 +257,11 @@ def test_doubling_strategies_finish(strategy):
         assert m["restarts"] == 0
 
 
-def test_exploratory_measures_then_fits():
+def test_exploratory_measures_then_fits(make_job, make_env):
     # decisions happen at events only: tiny jobs arriving every 20 s give the policy chances to move on
-    tiny = [_job(i, 10.0 + 20 * i, 1.0) for i in range(1, 31)]
-    env = _env(ClusterSpec.from_counts("t2", {"A100-80GB": (2, 8)}, reference_gpu_type="A100-80GB"),
-               [_job(0, 0, 3e4), *tiny])
+    tiny = [make_job(i, 10.0 + 20 * i, 1.0) for i in range(1, 31)]
+    env = make_env(ClusterSpec.from_counts("t2", {"A100-80GB": (2, 8)}, reference_gpu_type="A100-80GB"),
+               [make_job(0, 0, 3e4), *tiny])
     policy = make_policy("doubling", env, strategy="exploratory", explore_time=5.0)
     info = _play(env, policy)
     assert info["metrics"]["finished"] == 31

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_properties import ENV_OPTIONS, SIM_OPTIONS, clusters, workloads
+from strategies import ENV_OPTIONS, SIM_OPTIONS, clusters, workloads
 
 from frenzy_env.env import FrenzyEnv
 from frenzy_env.evaluation import jobs_table

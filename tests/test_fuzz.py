@@ -1,28 +1,34 @@
-"""A short run of ``scripts/fuzz.py`` (the full one plays 1,000,000 steps), full baseline episodes under the
+"""A short run of the fuzzer (``scripts/fuzz.py`` plays 1,000,000 steps), full baseline episodes under the
 invariant checker, a leak check, and proof that the checker does catch corrupted states."""
 
 from __future__ import annotations
 
 import gc
 import json
+import subprocess
+import sys
 import tracemalloc
+from functools import partial
+from pathlib import Path
 
 import numpy as np
 import pytest
-from test_properties import fuzz
 
 import baselines
+from frenzy_env.checker import InvariantChecker, InvariantViolation
 from frenzy_env.env import FrenzyEnv
+from frenzy_env.fuzzing import env_factories, fuzz
 from frenzy_env.simulator import DONE, QUEUED, REJECTED
 from frenzy_env.workload import make_generator
 
-InvariantChecker, InvariantViolation = fuzz.InvariantChecker, fuzz.InvariantViolation
+FUZZ_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "fuzz.py"
 
 
 def test_short_fuzz_run_every_preset_and_baseline():
-    configs = len(fuzz._env_factories(None, custom=True))
+    configs = len(env_factories(None, custom=True))
     drivers = 1 + len(baselines.POLICIES)
-    report = fuzz.fuzz(configs * drivers * 12, seed=1, episode_steps=12)  # every (config, driver) pair once
+    policies = {name: partial(baselines.make_policy, name) for name in baselines.POLICIES}
+    report = fuzz(configs * drivers * 12, seed=1, policies=policies, episode_steps=12)  # every (config, driver) once
     assert report.crashes == 0 and report.violations == 0, "\n".join(report.failures)
     assert report.steps == configs * drivers * 12 and report.episodes >= configs * drivers
     assert set(report.steps_by_driver) == {"masked-random", *baselines.POLICIES}
@@ -55,11 +61,13 @@ def test_baseline_episodes_to_the_end_keep_every_invariant(policy):
         assert terminated and checker.episodes_checked == 1
 
 
-def test_fuzz_script_main_writes_its_report(tmp_path):
+def test_fuzz_script_writes_its_report(tmp_path):
     out = tmp_path / "fuzz.json"
-    code = fuzz.main(["--steps", "200", "--episode-steps", "20", "--policies", "fifo", "--json", str(out)])
+    args = ["--steps", "200", "--episode-steps", "20", "--policies", "fifo", "--json", str(out)]
+    proc = subprocess.run([sys.executable, str(FUZZ_SCRIPT), *args], capture_output=True, text=True, timeout=300)
     report = json.loads(out.read_text())
-    assert code == 0 and report["steps"] == 200 and report["crashes"] == 0 and report["violations"] == 0
+    assert proc.returncode == 0, proc.stderr
+    assert report["steps"] == 200 and report["crashes"] == 0 and report["violations"] == 0
     assert "rss_growth_mb" in report
 
 
@@ -163,9 +171,7 @@ def test_the_checker_catches_a_corrupted_state(busy_env, name, monkeypatch):
     import copy
 
     env = copy.deepcopy(busy_env)
-    checker = InvariantChecker(env)
-    checker._begin(env.sim)
-    checker.check_state()  # the uncorrupted state passes
+    checker = InvariantChecker.for_simulator(env.sim)  # checks the state: the uncorrupted state passes
     monkeypatch.setattr(env.sim, "check_invariants", lambda: None)  # our checks alone must catch it
     CORRUPTIONS[name](env.sim)
     with pytest.raises(InvariantViolation):
@@ -176,8 +182,7 @@ def test_the_checker_catches_metrics_that_disagree_with_the_records(busy_env):
     import copy
 
     env = copy.deepcopy(busy_env)
-    checker = InvariantChecker(env)
-    checker._begin(env.sim)
+    checker = InvariantChecker.for_simulator(env.sim)
     checker.check_metrics(env.sim.metrics(), terminated=False)
     env.sim.records[0].gpu_seconds += 100.0  # GPU-seconds no longer match the busy-GPU timeline
     with pytest.raises(InvariantViolation, match="timeline"):

@@ -31,7 +31,6 @@ from frenzy_env.memory import (
 from frenzy_env.models import custom_model, get_model
 
 ROOT = Path(__file__).resolve().parents[1]
-CALIBRATION = ROOT.parent / "shared" / "data" / "memory" / "calibration.csv"
 
 
 # ------------------------------------------------------------------------------ the paper's formula
@@ -560,16 +559,14 @@ def _load_validate():
     return mod
 
 
-def test_calibration_targets():
-    if not CALIBRATION.exists():
-        pytest.skip("shared calibration data not present")
+def test_calibration_targets(calibration_csv):
     vm = _load_validate()
-    recs = vm.validate_csv(CALIBRATION)
-    assert len(recs) >= 9
+    recs = vm.validate_csv(calibration_csv)  # the shared file (9 cases) or the shipped sample (5)
+    assert len(recs) >= 5 and {"A1", "A2"} <= {r["case"] for r in recs}
     for r in recs:
         assert r["extended_err"] >= -0.05, r  # never more than 5 % under the measurement
         if not r["fitted"]:
             assert abs(r["extended_err"]) <= 0.10, r  # within 10 % where it was not fitted
-    f, c = vm.fit_constants(vm.load_rows(CALIBRATION))
+    f, c = vm.fit_constants(vm.load_rows(calibration_csv))
     assert f == pytest.approx(FRAGMENTATION, abs=1e-3)
     assert c == pytest.approx(FRAMEWORK_BYTES / 2**20, abs=0.5)

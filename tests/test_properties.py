@@ -1,6 +1,6 @@
 """Property-based tests: random clusters, workloads and action sequences, legal and illegal.
 
-After every step the independent :class:`InvariantChecker` of ``scripts/fuzz.py`` checks: no GPU booked
+After every step the independent :class:`frenzy_env.checker.InvariantChecker` checks: no GPU booked
 twice (the owner array agrees with every running job's allocation), free GPUs within [0, capacity], valid
 status transitions, every job finished exactly once or rejected with a reason, time never going back, work
 done never above work asked, illegal actions changing nothing, and at the end the episode metrics agreeing
@@ -10,93 +10,23 @@ bare simulator every action's result must equal what its mask promised.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
-from pathlib import Path
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import ENV_OPTIONS, SIM_OPTIONS, clusters, workloads
 
-from frenzy_env.cluster import GPU_TYPES, ClusterSpec, NodeSpec
+from frenzy_env.checker import InvariantChecker, snapshot_changes
+from frenzy_env.cluster import ClusterSpec, NodeSpec
 from frenzy_env.env import FrenzyEnv
-from frenzy_env.models import get_model
 from frenzy_env.simulator import QUEUED, ClusterSimulator, SimConfig
-from frenzy_env.workload import JobSpec, Workload
-
-
-def _load_fuzz():
-    if "frenzy_fuzz" in sys.modules:
-        return sys.modules["frenzy_fuzz"]
-    path = Path(__file__).resolve().parents[1] / "scripts" / "fuzz.py"
-    spec = importlib.util.spec_from_file_location("frenzy_fuzz", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["frenzy_fuzz"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-fuzz = _load_fuzz()
-InvariantChecker = fuzz.InvariantChecker
 
 # FRENZY_PROPERTY_EXAMPLES=2000 pytest tests/test_properties.py runs a longer hunt
 PROPS = settings(
     max_examples=int(os.environ.get("FRENZY_PROPERTY_EXAMPLES", "100")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-# mostly small models; a few that fit nowhere on these small clusters
-MODEL_POOL = fuzz.SMALL_MODELS * 4 + fuzz.MEDIUM_MODELS + fuzz.HUGE_MODELS
-
-
-@st.composite
-def clusters(draw) -> ClusterSpec:
-    """1-4 nodes of 1-8 GPUs (any count, not only powers of two) of 1-3 GPU types."""
-    types = draw(st.lists(st.sampled_from(sorted(GPU_TYPES)), min_size=1, max_size=3, unique=True))
-    n_nodes = draw(st.integers(1, 4))
-    nodes = tuple(NodeSpec(draw(st.sampled_from(types)), draw(st.integers(1, 8))) for _ in range(n_nodes))
-    return ClusterSpec("prop", nodes)
-
-
-@st.composite
-def workloads(draw) -> Workload:
-    """1-15 jobs, unsorted and tied submit times, a few trace-like jobs (recorded duration, no iterations)."""
-    jobs = []
-    for i in range(draw(st.integers(1, 15))):
-        requested = draw(st.none() | st.integers(1, 16))
-        common = dict(
-            job_id=i,
-            submit_time=draw(st.sampled_from([0.0, 0.0, 1.0, 60.0, 600.0]) | st.floats(0.0, 5e4)),
-            model=get_model(draw(st.sampled_from(MODEL_POOL))),
-            batch_size=draw(st.sampled_from([1, 2, 3, 8, 16, 64])),
-            seq_len=draw(st.sampled_from([128, 512, 1024])),
-            requested_gpus=requested,
-        )
-        if requested is not None and draw(st.booleans()):
-            jobs.append(JobSpec(**common, iterations=None, recorded_duration=draw(st.floats(1.0, 1e5))))
-        else:
-            jobs.append(JobSpec(**common, iterations=draw(st.floats(0.01, 1e5))))
-    return Workload("prop", tuple(jobs))
-
-
-SIM_OPTIONS = st.fixed_dictionaries(
-    {
-        "predictor": st.sampled_from(["frenzy", "extended", "oracle"]),
-        "startup_time": st.sampled_from([0.0, 30.0]),
-        "restart_overhead": st.sampled_from([0.0, 10.0]),
-        "oom_delay": st.sampled_from([0.0, 30.0, 90.0]),
-        "max_plan_gpus": st.sampled_from([1, 2, 4, 64]),
-        "placement": st.sampled_from(["best_fit", "spread"]),
-        "work_info": st.sampled_from(["exact", "noisy", "none"]),
-    }
-)
-ENV_OPTIONS = st.fixed_dictionaries(
-    {
-        "queue_slots": st.integers(1, 4),
-        "running_slots": st.integers(1, 4),
-        "max_steps": st.none() | st.integers(1, 200),
-    }
 )
 # (kind, raw): "legal" picks raw % (number of legal actions); "any" raw % (n + 6) - 3 (mostly illegal);
 # "huge" an action far out of range; "wait" action 0 (legal or not)
@@ -194,7 +124,7 @@ def test_simulator_actions_do_exactly_what_the_masks_promise(cluster, workload, 
     checker = InvariantChecker.for_simulator(sim)
     for op, job, plan in ops:
         valid_plan = 0 <= plan < sim.num_plans
-        snapshot = checker._state_snapshot()
+        snapshot = checker.state_snapshot()
         if op == "start":
             queued = 0 <= job < sim.num_jobs and sim.status[job] == QUEUED
             expect = bool(queued and valid_plan and sim.start_mask(np.array([job]))[0, plan])
@@ -212,8 +142,7 @@ def test_simulator_actions_do_exactly_what_the_masks_promise(cluster, workload, 
         if op != "advance":
             assert result == expect, f"{op}({job}, {plan}) returned {result}, its mask said {expect}"
         if not expect:
-            after = checker._state_snapshot()
-            assert all(fuzz._same(v, after[k]) for k, v in snapshot.items()), f"refused {op} changed the state"
+            assert not snapshot_changes(snapshot, checker.state_snapshot()), f"refused {op} changed the state"
         checker.after_sim_action()
     for _ in range(20 * sim.num_jobs * (sim.num_plans + 2) + 50):  # drain: start what fits, else advance
         if sim.done:
@@ -229,15 +158,15 @@ def test_simulator_actions_do_exactly_what_the_masks_promise(cluster, workload, 
     assert sim.done
 
 
-def test_doomed_attempt_progress_never_exceeds_work():
+def test_doomed_attempt_progress_never_exceeds_work(make_job, make_workload):
     # gpt2-large at batch 1 fits one P100-16GB under the "frenzy" formula but not in truth (the extended
     # estimate); the second job only makes time advance to t = 45 s, before the OOM at t = 90 s
     cluster = ClusterSpec.homogeneous("P100-16GB", 1, 1)
     jobs = (
-        JobSpec(job_id=0, submit_time=0.0, model="gpt2-large", batch_size=1, seq_len=128, iterations=1.0),
-        JobSpec(job_id=1, submit_time=45.0, model="gpt2", batch_size=1, seq_len=128, iterations=1.0),
+        make_job(0, 0.0, 1.0, model="gpt2-large", batch_size=1, seq_len=128),
+        make_job(1, 45.0, 1.0, batch_size=1, seq_len=128),
     )
-    sim = ClusterSimulator(cluster, Workload("w", jobs), SimConfig(predictor="frenzy", startup_time=0, oom_delay=90))
+    sim = ClusterSimulator(cluster, make_workload(*jobs), SimConfig(predictor="frenzy", startup_time=0, oom_delay=90))
     assert sim.pred_ok[0, 0] and not sim.true_ok[0, 0]
     assert sim.start(0, 0)
     sim.advance()
@@ -247,17 +176,17 @@ def test_doomed_attempt_progress_never_exceeds_work():
     )
 
 
-def test_doomed_attempt_progress_is_not_banked_by_a_resize():
+def test_doomed_attempt_progress_is_not_banked_by_a_resize(make_job, make_workload):
     # gpt2-large at batch 1: plan 0 (A100-80GB x1) fits; plan 1 (P100-16GB x1) fits only under the "frenzy"
     # formula. Start on the doomed plan, let time pass, resize to the good plan before the OOM at t = 90 s.
     cluster = ClusterSpec(
         "two", (NodeSpec("A100-80GB", 1), NodeSpec("P100-16GB", 1)), reference_gpu_type="A100-80GB"
     )
     jobs = (
-        JobSpec(job_id=0, submit_time=0.0, model="gpt2-large", batch_size=1, seq_len=128, iterations=1e6),
-        JobSpec(job_id=1, submit_time=45.0, model="gpt2", batch_size=1, seq_len=128, iterations=1.0),
+        make_job(0, 0.0, 1e6, model="gpt2-large", batch_size=1, seq_len=128),
+        make_job(1, 45.0, 1.0, batch_size=1, seq_len=128),
     )
-    sim = ClusterSimulator(cluster, Workload("w", jobs), SimConfig(predictor="frenzy", startup_time=0, oom_delay=90))
+    sim = ClusterSimulator(cluster, make_workload(*jobs), SimConfig(predictor="frenzy", startup_time=0, oom_delay=90))
     good, doomed = sim.plan_index("A100-80GB", 1), sim.plan_index("P100-16GB", 1)
     assert sim.true_ok[0, good] and sim.pred_ok[0, doomed] and not sim.true_ok[0, doomed]
     assert sim.start(0, doomed)

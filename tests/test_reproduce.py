@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 
@@ -16,9 +15,6 @@ from frenzy_env.reproduce import (
     run_reproduce,
     verdict,
 )
-
-ROOT = Path(__file__).resolve().parents[1]
-CALIBRATION = ROOT.parent / "shared" / "data" / "memory" / "calibration.csv"
 
 CSV_TEXT = (
     "case,model,arch,params,vocab,hidden,layers,heads,seq_len,micro_batch,grad_accum,dp,tp,precision,optimizer,"
@@ -109,8 +105,7 @@ def test_cli_writes_table_and_skips_missing_calibration(tmp_path, capsys):
     assert (out / "claims.csv").is_file()
 
 
-@pytest.mark.skipif(not CALIBRATION.is_file(), reason="shared calibration data not present")
-def test_marp_on_shared_calibration():
-    recs = marp_accuracy(CALIBRATION)
+def test_marp_on_calibration_cases(calibration_csv):
+    recs = marp_accuracy(calibration_csv)
     assert len(recs) >= 4
     assert all(r["measured_mib"] > 0 for r in recs)

@@ -13,23 +13,11 @@ from frenzy_env.cluster import ClusterSpec
 from frenzy_env.errors import ConfigError
 from frenzy_env.models import get_model
 from frenzy_env.simulator import DONE, QUEUED, REJECTED, RUNNING, ClusterSimulator, SimConfig
-from frenzy_env.workload import JobSpec, Workload
-
-GPT2 = get_model("gpt2")
-
-
-def tiny_workload(iters=(1000.0, 2000.0, 500.0), submits=(0.0, 10.0, 20.0), model=GPT2, batch=8, seq=1024):
-    jobs = tuple(
-        JobSpec(job_id=i, submit_time=s, model=model, batch_size=batch, seq_len=seq, iterations=w)
-        for i, (w, s) in enumerate(zip(iters, submits))
-    )
-    return Workload(name="tiny", jobs=jobs)
 
 
 @pytest.fixture
-def sim():
-    cluster = ClusterSpec.homogeneous("A100-80GB", 2, 4)
-    return ClusterSimulator(cluster, tiny_workload(), SimConfig(startup_time=30.0, restart_overhead=10.0))
+def sim(tiny_cluster, tiny_workload):
+    return ClusterSimulator(tiny_cluster, tiny_workload, SimConfig(startup_time=30.0, restart_overhead=10.0))
 
 
 def test_plan_slots(sim):
@@ -91,9 +79,8 @@ def test_hand_computed_schedule(sim):
     sim.check_invariants()
 
 
-def test_resize_pays_overhead_and_keeps_progress():
-    cluster = ClusterSpec.homogeneous("A100-80GB", 2, 4)
-    sim = ClusterSimulator(cluster, tiny_workload(), SimConfig(startup_time=5.0, restart_overhead=10.0))
+def test_resize_pays_overhead_and_keeps_progress(tiny_cluster, tiny_workload):
+    sim = ClusterSimulator(tiny_cluster, tiny_workload, SimConfig(startup_time=5.0, restart_overhead=10.0))
     p2, p4 = sim.plan_index("A100-80GB", 2), sim.plan_index("A100-80GB", 4)
     assert sim.start(0, p2)
     assert not sim.resize(0, p4)  # still starting up (progress begins at t=5): refused
@@ -124,11 +111,11 @@ def test_preempt_returns_job_to_queue_in_arrival_order(sim):
     sim.check_invariants()
 
 
-def test_oom_with_frenzy_predictor_then_learns():
+def test_oom_with_frenzy_predictor_then_learns(make_job, make_workload):
     """A plan the paper's formula passes but the extended estimator (the truth) rejects fails with OOM."""
     model = get_model("gpt2-medium")
     cluster = ClusterSpec.homogeneous("V100-16GB", 1, 8)
-    wl = tiny_workload(iters=(100.0,), submits=(0.0,), model=model, batch=8, seq=1024)
+    wl = make_workload(make_job(0, 0.0, 100.0, model=model))
     sim = ClusterSimulator(cluster, wl, SimConfig(predictor="frenzy", oom_delay=30.0))
     bad = np.flatnonzero(sim.pred_ok[0] & ~sim.true_ok[0])
     assert bad.size, "expected a plan where the paper's formula is optimistic"
@@ -142,10 +129,10 @@ def test_oom_with_frenzy_predictor_then_learns():
     sim.check_invariants()
 
 
-def test_job_that_fits_nowhere_is_rejected_with_reason():
+def test_job_that_fits_nowhere_is_rejected_with_reason(make_job, make_workload):
     model = get_model("llama-2-70b")
     cluster = ClusterSpec.homogeneous("T4-16GB", 1, 2)
-    wl = tiny_workload(iters=(10.0,), submits=(0.0,), model=model, batch=8, seq=4096)
+    wl = make_workload(make_job(0, 0.0, 10.0, model=model, seq_len=4096))
     sim = ClusterSimulator(cluster, wl)
     assert sim.done and sim.status[0] == REJECTED
     assert "GiB" in sim.records[0].rejected_reason

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -175,7 +173,6 @@ def test_speed_model_from_throughput_follows_analytic_model():
     assert sm.m == 64 and sm.n > 1e8
 
 
-ELASTICFLOW = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "throughput" / "elasticflow_a100"
 BERT_BASE = custom_model(
     vocab_size=30522, hidden=768, layers=12, heads=12, max_seq_len=512, arch="encoder", name="bert-base"
 )
@@ -186,10 +183,8 @@ BERT_BASE = custom_model(
     # effective tokens per sequence fitted with the constants (scripts/compare_throughput.py FITTED_SEQ_LEN)
     [("gpt2", "gpt2", 240), ("bert", BERT_BASE, 290)],
 )
-def test_calibrated_shape_matches_elasticflow(stem, model, seq_len):
-    path = ELASTICFLOW / f"{stem}.csv"
-    if not path.exists():
-        pytest.skip(f"no measured throughputs at {path}")
+def test_calibrated_shape_matches_elasticflow(stem, model, seq_len, shared_file):
+    path = shared_file(f"throughput/elasticflow_a100/{stem}.csv")
     table = pd.read_csv(path)
     w = np.array([int(c) for c in table.columns[1:]])  # (W,)
     for _, row in table.iterrows():

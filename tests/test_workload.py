@@ -27,9 +27,6 @@ from frenzy_env.workload import (
     reference_iteration_time,
 )
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "traces"
-ITP = SHARED / "itp" / "cluster02.csv"
-PHILLY = SHARED / "philly" / "philly.csv"
 CLUSTER = ClusterSpec.preset("frenzy-testbed")
 
 
@@ -100,22 +97,22 @@ def test_work_iterations_reproduce_the_recorded_duration():
 
 
 # ------------------------------------------------------------------------------------ real traces
-@pytest.mark.skipif(not ITP.exists(), reason="shared ITP trace absent")
-def test_itp_trace_window_and_load_scale():
-    full = Workload.from_csv(ITP, format="itp")
+def test_itp_trace_window_and_load_scale(shared_file):
+    itp = shared_file("traces/itp/cluster02.csv")
+    full = Workload.from_csv(itp, format="itp")
     assert len(full) == 5778
-    w = Workload.from_csv(ITP, format="itp", start=86400, end=2 * 86400)
-    w2 = Workload.from_csv(ITP, format="itp", start=86400, end=2 * 86400, load_scale=2.0)
+    w = Workload.from_csv(itp, format="itp", start=86400, end=2 * 86400)
+    w2 = Workload.from_csv(itp, format="itp", start=86400, end=2 * 86400, load_scale=2.0)
     assert 0 < len(w) < 1000 and len(w2) == len(w)
     assert w.jobs[0].submit_time == 0.0
     np.testing.assert_allclose([j.submit_time for j in w2], [j.submit_time / 2 for j in w])
-    assert len(Workload.from_csv(ITP, format="itp", max_jobs=10)) == 10
+    assert len(Workload.from_csv(itp, format="itp", max_jobs=10)) == 10
 
 
-@pytest.mark.skipif(not PHILLY.exists(), reason="shared Philly trace absent")
-def test_philly_full_trace_loads_and_resolves_fast():
+def test_philly_full_trace_loads_and_resolves_fast(shared_file):
+    philly = shared_file("traces/philly/philly.csv")
     t0 = time.perf_counter()
-    w = Workload.from_csv(PHILLY, format="philly", seed=1)
+    w = Workload.from_csv(philly, format="philly", seed=1)
     work = w.work_iterations(CLUSTER)
     elapsed = time.perf_counter() - t0
     assert len(w) == 82247
