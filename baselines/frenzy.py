@@ -37,7 +37,8 @@ import numpy as np
 from baselines.base import ScriptedPolicy
 from frenzy_env.cluster import get_gpu_type
 from frenzy_env.errors import unknown_name
-from frenzy_env.memory import DEFAULT_RANKING, RANKINGS, estimate_memory_array
+from frenzy_env.memory import estimate_memory_array
+from frenzy_env.planning import DEFAULT_RANKING, RANKINGS
 from frenzy_env.policy import SimView
 
 PREDICTORS = (None, "frenzy", "extended", "oracle")

@@ -8,8 +8,9 @@ from __future__ import annotations
 from frenzy_env.cluster import GPU_TYPES, ClusterSpec, ClusterState, GPUType, get_gpu_type
 from frenzy_env.env import ENV_PRESETS, FrenzyEnv, register_envs
 from frenzy_env.errors import ConfigError, FrenzyError, TraceFormatError, UnknownNameError
-from frenzy_env.memory import estimate_memory, plan_resources
+from frenzy_env.memory import estimate_memory
 from frenzy_env.models import ModelSpec, get_model
+from frenzy_env.planning import plan_resources
 from frenzy_env.simulator import ClusterSimulator, SimConfig
 from frenzy_env.workload import JobSpec, Workload
 

@@ -302,7 +302,7 @@ def philly_generator(path: Path, n_jobs: int, start_day: float = 40.0, target_lo
 
 # ------------------------------------------------------------------------------------------ scenarios
 def scenario_frenzy_sia(cfg: ReproduceConfig, runner: Runner, rankings: bool) -> list[ClaimRow]:
-    from frenzy_env.memory import DEFAULT_RANKING, RANKINGS
+    from frenzy_env.planning import DEFAULT_RANKING, RANKINGS
     from frenzy_env.workload import make_generator
 
     seeds = range(cfg.num_seeds)

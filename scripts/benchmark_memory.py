@@ -22,9 +22,10 @@ import time
 
 import numpy as np
 
-from frenzy_env import memory
-from frenzy_env.memory import estimate_memory, estimate_memory_array, feasible_plans, plan_resources
+from frenzy_env import memory, planning
+from frenzy_env.memory import estimate_memory, estimate_memory_array
 from frenzy_env.models import list_models
+from frenzy_env.planning import feasible_plans, plan_resources
 
 
 def _jobs() -> list[tuple[str, int, int]]:
@@ -32,7 +33,7 @@ def _jobs() -> list[tuple[str, int, int]]:
 
 
 def _clear_caches() -> None:
-    for fn in (memory._coefficients, memory._closed_form, memory._resolved_cached, memory._grid):
+    for fn in (memory._coefficients, memory._closed_form, memory._resolved_cached, planning._grid):
         fn.cache_clear()
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from frenzy_env import memory, workload
+from frenzy_env import planning
 from frenzy_env.layouts import layouts, powers_of_two
+from frenzy_env.workload import configs as workload
 
 
 def test_powers_of_two():
@@ -25,7 +26,7 @@ def test_layouts_hand_worked():
 
 def test_callers_get_their_own_enumeration():
     # MARP: every power-of-two count up to max_gpus, listed by tp then dp, float64
-    dp, tp = memory._grid(4, 8, 2, 4)
+    dp, tp = planning._grid(4, 8, 2, 4)
     assert list(zip(dp.tolist(), tp.tolist())) == [(1, 1), (2, 1), (4, 1), (1, 2), (2, 2)]
     # the workload caps tp at 8 whatever the node size
     dp, tp = workload._layouts(32, 64, 32, 16)

@@ -14,21 +14,15 @@ from frenzy_env.cli import plan as plan_cli
 from frenzy_env.errors import ConfigError, UnknownNameError
 from frenzy_env.memory import (
     CONTEXT_BYTES,
-    DEFAULT_RANKING,
     FRAGMENTATION,
     FRAMEWORK_BYTES,
-    RANKINGS,
     GiB,
     MemoryEstimate,
-    PlanList,
-    ResourcePlan,
     estimate_memory,
     estimate_memory_array,
-    feasible_plans,
-    fits,
-    plan_resources,
 )
 from frenzy_env.models import custom_model, get_model
+from frenzy_env.planning import DEFAULT_RANKING, RANKINGS, PlanList, ResourcePlan, feasible_plans, fits, plan_resources
 
 ROOT = Path(__file__).resolve().parents[1]
 

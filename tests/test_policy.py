@@ -86,7 +86,7 @@ def test_view_is_read_only(env):
         assert not array.flags.writeable, name
         with pytest.raises(ValueError, match="read-only"):
             array[(0,) * array.ndim] = array[(0,) * array.ndim]
-    assert env.sim.plan_count.flags.writeable  # the simulator's own arrays are untouched
+    assert env.sim.done_iters.flags.writeable  # the simulator's own state arrays are untouched
     job = next(iter(view.running))
     with pytest.raises(TypeError):
         view.running[job] = None  # type: ignore[index]

@@ -170,3 +170,26 @@ def test_train_cli_rejects_bad_trace_option(tmp_path, capsys):
     assert main(["train", "--trace", f"{f}:colour=red", "--out", str(tmp_path / "o")]) == 2
     assert "colour=red" in capsys.readouterr().err
     assert main(["train", "--trace", str(tmp_path / "missing.csv"), "--out", str(tmp_path / "o")]) == 2
+
+
+def test_load_policy_checks_the_observation_version(tmp_path) -> None:
+    """A model recorded as trained on another observation encoding is refused, naming both versions."""
+    import json
+    import shutil
+
+    from agents.ppo import DEFAULT_MODEL_PATH, load_policy
+    from agents.ppo.loading import recorded_obs_version
+    from frenzy_env.errors import ConfigError
+    from frenzy_env.observation import OBS_VERSION
+
+    assert recorded_obs_version(DEFAULT_MODEL_PATH)[0] == OBS_VERSION  # the shipped model's record
+    model = tmp_path / "run" / "best_model.zip"
+    model.parent.mkdir()
+    shutil.copy(DEFAULT_MODEL_PATH, model)
+    assert recorded_obs_version(model) is None  # no record: only the spaces are checked
+    load_policy(None, model)
+    (tmp_path / "run" / "config.json").write_text(json.dumps({"obs_version": OBS_VERSION + 1}))
+    with pytest.raises(ConfigError, match=f"observation version {OBS_VERSION + 1}"):
+        load_policy(None, model)
+    (tmp_path / "run" / "config.json").write_text(json.dumps({"seed": 0}))  # saved before versioning: 1
+    assert recorded_obs_version(model)[0] == 1

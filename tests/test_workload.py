@@ -8,8 +8,8 @@ import pytest
 
 from frenzy_env.cluster import ClusterSpec
 from frenzy_env.errors import ConfigError, TraceFormatError, UnknownNameError
-from frenzy_env.memory import plan_resources
 from frenzy_env.models import get_model
+from frenzy_env.planning import plan_resources
 from frenzy_env.throughput import iteration_time_array
 from frenzy_env.workload import (
     DURATION_QUANTILE_LEVELS,

@@ -133,7 +133,9 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
+        """The configuration of a ``config.json`` (its ``obs_version``, a record of the run, is not a field)."""
         data = dict(data)
+        data.pop("obs_version", None)
         ppo = PPOConfig(**data.pop("ppo", {}))
         traces = tuple(
             TraceWindows(**{**t, "exclude": tuple(tuple(x) for x in t.get("exclude", ()))})

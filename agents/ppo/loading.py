@@ -10,6 +10,7 @@ reads exactly that file (stable-baselines3 would otherwise try ``PATH.zip``).
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import numpy as np
 import torch as th
 
 from frenzy_env.errors import ConfigError
+from frenzy_env.observation import OBS_VERSION
 
 MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
 #: The trained model shipped with the package (frenzy-testbed cluster, 32 queue / 16 running slots).
@@ -93,6 +95,7 @@ def load_policy(env: Any = None, path: str | os.PathLike | None = None) -> PPOPo
             model = MaskablePPO.load(fh, device="cpu", custom_objects=custom)
         except Exception as exc:  # a zip that is not an SB3 model, or a corrupt file
             raise ConfigError(f"cannot load model file {str(p)!r}: {exc}") from None
+    _check_obs_version(p)
     if env is not None:
         base = env.unwrapped
         if model.action_space.n != base.action_space.n or any(
@@ -105,6 +108,32 @@ def load_policy(env: Any = None, path: str | os.PathLike | None = None) -> PPOPo
                 f"running_slots={base.running_slots})"
             )
     return PPOPolicy(model, env, p)
+
+
+def recorded_obs_version(path: Path) -> tuple[int, Path] | None:
+    """The observation version recorded beside a model file, and the file it is recorded in: ``PATH.json``
+    (the shipped model's) or the training run's ``config.json`` in the model's folder or the one above it
+    (``best_model.zip``, ``checkpoints/*.zip``). A record without the key predates versioning: version 1,
+    the encoding of every model saved before it. None when no record is found."""
+    for candidate in (path.with_suffix(".json"), path.parent / "config.json", path.parent.parent / "config.json"):
+        if candidate.is_file():
+            try:
+                record = json.loads(candidate.read_text())
+            except (OSError, ValueError):
+                continue
+            if isinstance(record, dict):
+                return int(record.get("obs_version", 1)), candidate
+    return None
+
+
+def _check_obs_version(path: Path) -> None:
+    """ConfigError when the model was trained on another observation encoding than :data:`OBS_VERSION`."""
+    found = recorded_obs_version(path)
+    if found is not None and found[0] != OBS_VERSION:
+        raise ConfigError(
+            f"model {str(path)!r} was trained on observation version {found[0]} (recorded in {str(found[1])!r}); "
+            f"this frenzy-env encodes version {OBS_VERSION} (frenzy_env.observation): retrain it"
+        )
 
 
 def make_ppo_policy(env: Any, model: str | os.PathLike | None = None) -> PPOPolicy:

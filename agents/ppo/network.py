@@ -329,8 +329,8 @@ def policy_kwargs_for(env: Any, ppo: PPOConfig) -> dict[str, Any]:
         "features_extractor_kwargs": {
             "queue_slots": base.queue_slots,
             "running_slots": base.running_slots,
-            "plan_type": [int(x) for x in base.sim.plan_type],
-            "plan_count": [int(x) for x in base.sim.plan_count],
+            "plan_type": [int(x) for x in base.view.plan_type],
+            "plan_count": [int(x) for x in base.view.plan_count],
             "embed_dim": ppo.embed_dim,
             "context_dim": ppo.context_dim,
         },

@@ -19,6 +19,7 @@ from agents.ppo.config import TrainConfig
 from agents.ppo.network import SlotPlanPolicy, policy_kwargs_for
 from agents.ppo.warmstart import behaviour_clone, collect_teacher, scale_reward
 from agents.ppo.workloads import _training_generator, make_env, make_validation_env
+from frenzy_env.observation import OBS_VERSION
 
 
 def _callbacks(cfg: TrainConfig, out: Path, eval_env: Any) -> list[Any]:
@@ -115,7 +116,8 @@ def train(cfg: TrainConfig) -> Path:
     set_random_seed(cfg.seed)
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2) + "\n")
+    record = {**cfg.to_dict(), "obs_version": OBS_VERSION}  # load_policy checks the encoding against it
+    (out / "config.json").write_text(json.dumps(record, indent=2) + "\n")
     gen = _training_generator(cfg)
     p = cfg.ppo
     t0 = time.time()

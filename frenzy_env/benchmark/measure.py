@@ -410,8 +410,9 @@ def bench_latency(cfg: BenchConfig, res: Results, log: Callable[[str], None], po
 
 def bench_marp(cfg: BenchConfig, res: Results, log: Callable[[str], None]) -> None:
     """MARP estimates per second (scalar, vectorised over plans, whole plan searches)."""
-    from frenzy_env.memory import estimate_memory, estimate_memory_array, plan_resources
+    from frenzy_env.memory import estimate_memory, estimate_memory_array
     from frenzy_env.models import get_model, list_models
+    from frenzy_env.planning import plan_resources
 
     models = [get_model(m) for m in list_models()]
     cases = [(m, 8, min(m.max_seq_len, 2048)) for m in models]

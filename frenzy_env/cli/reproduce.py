@@ -9,8 +9,6 @@ from typing import Any
 from frenzy_env.cli.common import choice_list, positive_int
 from frenzy_env.errors import FrenzyError
 
-DEFAULT_DATA_DIR = Path("..") / "shared" / "data"  # relative to the current directory
-
 
 def add_parser(sub: Any) -> None:
     """Register ``frenzy reproduce``."""
@@ -31,7 +29,8 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--data-dir", type=Path, default=None,
-        help=f"shared data folder with traces/philly/philly.csv (default {DEFAULT_DATA_DIR} if present)",
+        help="shared data folder with traces/philly/philly.csv (default: $FRENZY_ENV_DATA, else ../shared/data "
+        "beside the repository, if present)",
     )
     p.add_argument(
         "--calibration", type=Path, default=None,
@@ -53,8 +52,10 @@ def run(args: argparse.Namespace) -> int:
     from frenzy_env.reproduce import ReproduceConfig, claims_markdown, run_reproduce, write_outputs
 
     data_dir = args.data_dir
-    if data_dir is None and DEFAULT_DATA_DIR.is_dir():
-        data_dir = DEFAULT_DATA_DIR
+    if data_dir is None:
+        from frenzy_env.paths import shared_data_dir
+
+        data_dir = shared_data_dir()
     if args.data_dir is not None and not args.data_dir.is_dir():
         raise FrenzyError(f"--data-dir: no such folder {str(args.data_dir)!r}")
     calibration = args.calibration

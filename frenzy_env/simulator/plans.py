@@ -18,7 +18,8 @@ import numpy as np
 from frenzy_env.cluster import ClusterSpec, get_gpu_type
 from frenzy_env.errors import ConfigError
 from frenzy_env.layouts import layouts, powers_of_two
-from frenzy_env.memory import estimate_memory_array, plan_resources
+from frenzy_env.memory import estimate_memory_array
+from frenzy_env.planning import plan_resources
 from frenzy_env.simulator.config import SimConfig
 from frenzy_env.throughput import iteration_time_array
 from frenzy_env.workload import Workload

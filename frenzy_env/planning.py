@@ -1,0 +1,336 @@
+"""MARP's plan search: the (GPU type, dp, tp) resource plans in which a job fits in GPU memory, ranked.
+
+:func:`plan_resources` enumerates every legal layout (:mod:`frenzy_env.layouts`) of every power-of-two GPU
+count on each GPU type, keeps those whose peak memory per GPU (:func:`frenzy_env.memory.estimate_memory_array`)
+fits the type's memory, and ranks them (:data:`RANKINGS`; Frenzy's tightest fit by default). The memory
+estimator itself is :mod:`frenzy_env.memory`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from frenzy_env.errors import ConfigError, unknown_name
+from frenzy_env.layouts import layouts, powers_of_two
+from frenzy_env.memory import (
+    DEFAULT_METHOD,
+    GiB,
+    _check_job,
+    _options,
+    _pos_int,
+    _total,
+    estimate_memory,
+)
+from frenzy_env.models import ModelSpec, get_model
+
+RANKINGS = ("min_gpus", "max_mem_util", "min_est_time", "min_gpu_hours")
+#: Frenzy's "tightest fit": the fewest GPUs, then the smallest GPU that holds the job.
+DEFAULT_RANKING = "min_gpus"
+
+
+@dataclass(frozen=True)
+class ResourcePlan:
+    """One way to run a job: ``dp x tp`` GPUs of ``gpu_type``.
+
+    Attributes
+    ----------
+    gpu_type: GPU catalogue name.
+    dp, tp: data- and tensor-parallel degrees (a tensor-parallel group stays inside one node).
+    predicted_bytes_per_gpu: the estimator's peak memory of one GPU.
+    capacity_bytes: memory of one GPU of the type.
+    est_iter_time: predicted seconds per iteration (:func:`frenzy_env.throughput.iteration_time_array`,
+        consolidated placement), ``nan`` when the throughput model is unavailable.
+    """
+
+    gpu_type: str
+    dp: int
+    tp: int
+    predicted_bytes_per_gpu: float
+    capacity_bytes: int
+    est_iter_time: float
+
+    @property
+    def num_gpus(self) -> int:
+        return self.dp * self.tp
+
+    @property
+    def mem_util(self) -> float:
+        """Predicted fraction of the GPU's memory in use."""
+        return self.predicted_bytes_per_gpu / self.capacity_bytes
+
+
+class PlanList(list):
+    """A ranked ``list[ResourcePlan]`` with ``reason``: why it is empty ("" when it is not)."""
+
+    def __init__(self, plans=(), reason: str = "") -> None:
+        super().__init__(plans)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class _GpuTable:
+    gpus: tuple  # (T,) GPUType
+    names: tuple[str, ...]
+    caps: np.ndarray  # (T,) float64 bytes
+    per_node: np.ndarray  # (T,) int64 GPUs per node
+    name_rank: np.ndarray  # (T,) int64 position in name order (deterministic tie-break)
+    fit_rank: np.ndarray  # (T,) int64 position in (memory, cost per hour, name) order: "smallest GPU"
+
+
+@lru_cache(maxsize=256)
+def _gpu_table_cached(gpu_key: tuple, per_node_key: object) -> _GpuTable:
+    from frenzy_env.cluster import GPU_TYPES, get_gpu_type
+
+    if gpu_key == ("__all__",):
+        gpus = list(GPU_TYPES.values())
+    else:
+        gpus = [get_gpu_type(g.strip() if isinstance(g, str) else g) for g in gpu_key]
+    if not gpus:
+        raise ConfigError("gpu_types must name at least one GPU type, got an empty list")
+    unique: dict[str, object] = {}
+    for g in gpus:
+        unique.setdefault(g.name, g)
+    gpus = list(unique.values())
+    if isinstance(per_node_key, tuple):  # sorted (name, count) pairs
+        given = dict(per_node_key)
+        missing = [g.name for g in gpus if g.name not in given]
+        if missing:
+            raise ConfigError(
+                f"gpus_per_node has no entry for GPU type(s) {', '.join(missing)}; given: {', '.join(given)}"
+            )
+        per_node = [_pos_int(f"gpus_per_node[{g.name!r}]", given[g.name]) for g in gpus]
+    else:
+        per_node = [_pos_int("gpus_per_node", per_node_key)] * len(gpus)
+    names = tuple(g.name for g in gpus)
+    caps = np.array([g.memory_bytes for g in gpus], dtype=np.float64)
+    order = sorted(range(len(gpus)), key=lambda i: (gpus[i].memory_bytes, gpus[i].cost_per_hour, names[i]))
+    fit_rank = np.empty(len(gpus), dtype=np.int64)
+    fit_rank[order] = np.arange(len(gpus))
+    arrays = (
+        caps,
+        np.array(per_node, dtype=np.int64),
+        np.argsort(np.argsort(names)).astype(np.int64),
+        fit_rank,
+    )
+    for a in arrays:
+        a.flags.writeable = False
+    return _GpuTable(tuple(gpus), names, *arrays)
+
+
+def _gpu_table(gpu_types, gpus_per_node) -> _GpuTable:
+    if gpu_types is None:
+        gpu_key: tuple = ("__all__",)
+    elif isinstance(gpu_types, str):
+        gpu_key = tuple(g for g in gpu_types.split(",") if g.strip())
+    else:
+        gpu_key = tuple(gpu_types)
+    pn_key = tuple(sorted(gpus_per_node.items())) if isinstance(gpus_per_node, dict) else gpus_per_node
+    try:
+        return _gpu_table_cached(gpu_key, pn_key)
+    except TypeError as exc:  # unhashable entries
+        raise ConfigError(f"gpu_types must be GPU type names or GPUType objects, got {gpu_types!r}") from exc
+
+
+@lru_cache(maxsize=1024)
+def _grid(batch_size: int, heads: int, max_tp: int, max_gpus: int) -> tuple[np.ndarray, np.ndarray]:
+    """(P,) float64 dp and tp of every legal layout (:mod:`frenzy_env.layouts`) of a power-of-two GPU count up to
+    ``max_gpus``, ``tp`` at most ``max_tp``; ordered by ``tp``, then ``dp``; read-only."""
+    dp, tp = layouts(heads, batch_size, powers_of_two(max_gpus), max_tp)  # by count, then tp
+    order = np.argsort(tp, kind="stable")  # by tp, then count (so dp)
+    dp_a = dp[order].astype(np.float64)
+    tp_a = tp[order].astype(np.float64)
+    dp_a.flags.writeable = False
+    tp_a.flags.writeable = False
+    return dp_a, tp_a
+
+
+def feasible_plans(
+    model: str | ModelSpec,
+    *,
+    batch_size: int,
+    seq_len: int,
+    gpu_types=None,
+    method: str = DEFAULT_METHOD,
+    max_gpus: int = 64,
+    gpus_per_node: int | dict[str, int] = 8,
+    **options: object,
+) -> tuple[tuple, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The numpy core of :func:`plan_resources`: no Python object per plan.
+
+    Returns
+    -------
+    gpus: (T,) the resolved :class:`~frenzy_env.cluster.GPUType` objects.
+    dp, tp: (P,) float64 candidate layouts: the legal layouts (:mod:`frenzy_env.layouts`) of every power-of-two
+        GPU count up to ``max_gpus``, ``tp`` at most the largest ``gpus_per_node``.
+    mem: (P,) float64 predicted bytes per GPU (the same on every GPU type).
+    ok: (T, P) bool: the plan fits the type's memory and its ``tp`` fits in one node of the type.
+    """
+    table, dp_a, tp_a, mem, ok = _feasible(
+        model, batch_size, seq_len, gpu_types, method, max_gpus, gpus_per_node, options
+    )
+    return table.gpus, dp_a, tp_a, mem, ok
+
+
+def _feasible(model, batch_size, seq_len, gpu_types, method, max_gpus, gpus_per_node, options):
+    spec = model if isinstance(model, ModelSpec) else get_model(model)
+    b, s = _check_job(batch_size, seq_len)
+    opts, key = _options(method, options)
+    if method == "extended" and opts["pp"] != 1:
+        raise ConfigError(f"plan_resources enumerates (dp, tp) plans only; pp must be 1, got {opts['pp']}")
+    mg = _pos_int("max_gpus", max_gpus)
+    table = _gpu_table(gpu_types, gpus_per_node)
+    dp_a, tp_a = _grid(b, spec.heads, int(table.per_node.max()), mg)  # (P,) each
+    mem = _total(spec, b, s, dp_a, tp_a, method, opts, key)  # (P,)
+    ok = (mem <= table.caps[:, None]) & (tp_a <= table.per_node[:, None])  # (T, P)
+    return table, dp_a, tp_a, mem, ok
+
+
+def _iter_times(spec, b, s, table: _GpuTable, t_idx, dp_f, tp_f) -> np.ndarray:
+    """Estimated seconds per iteration of the given plans (consolidated placement); nan without a model."""
+    out = np.full(t_idx.shape, np.nan)
+    try:
+        from frenzy_env.throughput import iteration_time_array
+    except ImportError:  # pragma: no cover - throughput.py ships with the package
+        return out
+    for ti in np.unique(t_idx).tolist():
+        sel = t_idx == ti
+        n = dp_f[sel] * tp_f[sel]
+        span = np.maximum(1.0, np.ceil(n / table.per_node[ti]))
+        out[sel] = iteration_time_array(
+            spec, batch_size=b, seq_len=s, gpu=table.gpus[ti], dp=dp_f[sel], tp=tp_f[sel], nodes_spanned=span
+        )
+    return out
+
+
+def _no_fit_reason(spec, b, s, table: _GpuTable, dp_a, tp_a, mem, max_gpus) -> str:
+    big = int(np.argmax(table.caps))
+    allowed = tp_a <= table.per_node[big]
+    k = int(np.argmin(np.where(allowed, mem, np.inf)))
+    tp_note = ""
+    if spec.heads % 2:
+        tp_note = f"; tp must divide heads={spec.heads}, so only tp=1"
+    return (
+        f"{spec.name} with batch_size={b}, seq_len={s} fits on no GPU: it needs {mem[k] / GiB:.1f} GiB per GPU "
+        f"even at its most frugal plan dp={int(dp_a[k])}, tp={int(tp_a[k])} (max_gpus={max_gpus}{tp_note}); the "
+        f"largest GPU, {table.names[big]}, has {table.caps[big] / GiB:.0f} GiB. Reduce the batch or sequence "
+        f"length, use activation recomputation or ZeRO, or allow more GPUs."
+    )
+
+
+def _rank(ranking, table: _GpuTable, t_idx, n_f, tp_f, mem_f, cap_f, times) -> np.ndarray:
+    """Order of the feasible plans (np.lexsort: the last key is the primary one)."""
+    if ranking == "min_gpus":  # fit_rank already orders types by (memory, cost per hour, name)
+        return np.lexsort((tp_f, table.fit_rank[t_idx], n_f))
+    name_rank = table.name_rank[t_idx]
+    if ranking == "max_mem_util":
+        return np.lexsort((name_rank, tp_f, n_f, -(mem_f / cap_f)))
+    t_safe = np.nan_to_num(times, nan=np.inf)
+    if ranking == "min_est_time":
+        return np.lexsort((name_rank, tp_f, cap_f, n_f, t_safe))
+    return np.lexsort((name_rank, tp_f, cap_f, t_safe, n_f * t_safe))  # min_gpu_hours
+
+
+def plan_resources(
+    model: str | ModelSpec,
+    *,
+    batch_size: int,
+    seq_len: int,
+    gpu_types=None,
+    method: str = DEFAULT_METHOD,
+    ranking: str = DEFAULT_RANKING,
+    max_gpus: int = 64,
+    gpus_per_node: int | dict[str, int] = 8,
+    with_times: bool | None = None,
+    **options: object,
+) -> PlanList:
+    """Every feasible (gpu_type, dp, tp) plan of a job, best first (MARP, Frenzy arXiv 2412.14479).
+
+    Candidates: the legal layouts (:mod:`frenzy_env.layouts`) of every power-of-two GPU count up to ``max_gpus``
+    (``dp <= batch_size``; ``tp`` at most the GPUs of one node of the type and dividing the attention heads,
+    as Megatron-LM splits heads evenly).
+    A plan is feasible when the predicted peak bytes per GPU are at most the GPU's memory.
+
+    Rankings (the paper never defines one; later keys break ties, the GPU name last):
+
+    - ``"min_gpus"`` (the default, :data:`DEFAULT_RANKING`; Frenzy's tightest fit): fewest GPUs, then the
+      smallest GPU memory that fits (equal memory: the cheaper GPU per hour), then the smaller ``tp``;
+    - ``"max_mem_util"``: highest predicted memory utilisation, then fewest GPUs, then smaller ``tp``;
+    - ``"min_est_time"``: shortest predicted iteration time, then fewest GPUs, then smaller memory;
+    - ``"min_gpu_hours"``: smallest GPUs x iteration time, then the shorter time, then smaller memory.
+
+    Parameters
+    ----------
+    gpu_types: names or :class:`~frenzy_env.cluster.GPUType` objects (a comma-separated string works too);
+        ``None`` means the whole catalogue.
+    gpus_per_node: one count for every type, or ``{type name: count}``.
+    with_times: fill ``est_iter_time`` (one throughput-model call per GPU type). ``None`` (default): only
+        when the ranking needs it ("min_est_time", "min_gpu_hours"); otherwise it is ``nan``.
+    options: estimator options (see :func:`estimate_memory`).
+
+    Returns
+    -------
+    :class:`PlanList`; when nothing fits it is empty and ``.reason`` says what the job would need.
+    """
+    if ranking not in RANKINGS:
+        raise unknown_name("ranking", ranking, RANKINGS)
+    spec = model if isinstance(model, ModelSpec) else get_model(model)
+    table, dp_a, tp_a, mem, ok = _feasible(
+        spec, batch_size, seq_len, gpu_types, method, max_gpus, gpus_per_node, options
+    )
+    b, s = int(batch_size), int(seq_len)
+    t_idx, p_idx = np.nonzero(ok)  # (F,) each
+    if t_idx.size == 0:
+        return PlanList([], _no_fit_reason(spec, b, s, table, dp_a, tp_a, mem, max_gpus))
+    dp_f, tp_f, mem_f = dp_a[p_idx], tp_a[p_idx], mem[p_idx]
+    cap_f = table.caps[t_idx]
+    need_times = ranking in ("min_est_time", "min_gpu_hours")
+    if with_times or (with_times is None and need_times):
+        times = _iter_times(spec, b, s, table, t_idx, dp_f, tp_f)
+    else:
+        times = np.full(t_idx.shape, np.nan)
+    n_f = dp_f * tp_f
+    order = _rank(ranking, table, t_idx, n_f, tp_f, mem_f, cap_f, times)
+    names = table.names
+    ti_l, dp_l, tp_l = t_idx[order].tolist(), dp_f[order].tolist(), tp_f[order].tolist()
+    mem_l, cap_l, time_l = mem_f[order].tolist(), cap_f[order].tolist(), times[order].tolist()
+    return PlanList(
+        [
+            ResourcePlan(names[ti_l[i]], int(dp_l[i]), int(tp_l[i]), mem_l[i], int(cap_l[i]), time_l[i])
+            for i in range(len(ti_l))
+        ],
+        "",
+    )
+
+
+def fits(
+    model: str | ModelSpec,
+    *,
+    batch_size: int,
+    seq_len: int,
+    gpu,
+    dp: int,
+    tp: int,
+    method: str = DEFAULT_METHOD,
+    gpus_per_node: int = 8,
+    **options: object,
+) -> bool:
+    """Whether the plan ``dp x tp`` GPUs of type ``gpu`` holds the job in memory.
+
+    Raises ``ConfigError`` when ``tp`` exceeds ``gpus_per_node`` (a tensor-parallel group never spans
+    nodes) and for the bad inputs :func:`estimate_memory` rejects.
+    """
+    from frenzy_env.cluster import get_gpu_type
+
+    g = get_gpu_type(gpu)
+    t, n = _pos_int("tp", tp), _pos_int("gpus_per_node", gpus_per_node)
+    if t > n:
+        raise ConfigError(
+            f"tp={t} exceeds gpus_per_node={n}: a tensor-parallel group must stay inside one node"
+        )
+    est = estimate_memory(
+        model, batch_size=batch_size, seq_len=seq_len, dp=dp, tp=t, method=method, **options
+    )
+    return est.total_bytes <= g.memory_bytes
