@@ -16,6 +16,17 @@ and training), so illegal actions have probability zero. The env is used unchang
 :class:`InvalidStepInfo`, which adds ``info["invalid_step"]`` so that :class:`InvalidActionCallback` can
 report illegal actions per iteration (``invalid_actions`` in ``train_log.json``; it stays 0 with masking).
 
+RLlib outside the CLI
+---------------------
+``from agents.rllib import register_rllib_envs; register_rllib_envs()`` registers every ``frenzy/*`` id
+(e.g. ``"frenzy/HeteroClusterSmall-v0"``) with ``ray.tune.registry.register_env``, so that
+``PPOConfig().environment("frenzy/HeteroClusterSmall-v0", env_config={...})`` works. Each id creates
+:func:`make_rllib_env`: the env in :class:`RLlibActionMaskObservation`, i.e. ``{"action_mask": float32 (A,),
+"observations": float32 (F,)}``, the layout of RLlib's stock ``ActionMaskingTorchRLModule``
+(``ray.rllib.examples.rl_modules.classes.action_masking_rlm``), which :class:`MaskedPPOTorchRLModule` also
+accepts. (Without it, RLlib ``gym.make``-s the raw Dict observation, which its default catalog cannot
+encode.) :func:`build_algorithm_config` registers by itself.
+
 Ray is optional
 ---------------
 ``import agents.rllib`` imports nothing from Ray. The two Ray-derived classes, :class:`MaskedPPOTorchRLModule`
@@ -42,6 +53,7 @@ is read with pickle (the module class and its constructor arguments): load only 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import math
@@ -61,6 +73,8 @@ from frenzy_env.errors import ConfigError
 ENV_NAME = "frenzy-rllib-v0"
 #: The observation entry holding the (A,) legal-action mask.
 MASK_KEY = "action_mask"
+#: The :class:`RLlibActionMaskObservation` entry holding the concatenated float features (RLlib's name).
+OBSERVATIONS_KEY = "observations"
 _INSTALL_HINT = 'pip install -e ".[ray]"'
 _LAZY_NAMES = ("MaskedPPOTorchRLModule", "InvalidActionCallback")
 #: Where ``Algorithm.save_to_path`` puts the (single-agent) RLModule inside a checkpoint directory.
@@ -249,14 +263,13 @@ def flat_feature_space(observation_space: gym.spaces.Dict) -> gym.spaces.Box:
     return gym.spaces.Box(low, high, dtype=np.float32)
 
 
-def _check_masked_spaces(observation_space: Any, action_space: Any) -> None:
+def _check_masked_spaces(observation_space: Any, action_space: Any, user: str = "MaskedPPOTorchRLModule") -> None:
     if not isinstance(observation_space, gym.spaces.Dict) or MASK_KEY not in observation_space.spaces:
         raise ValueError(
-            f"MaskedPPOTorchRLModule needs a Dict observation space with an {MASK_KEY!r} entry, "
-            f"got {observation_space!r}"
+            f"{user} needs a Dict observation space with an {MASK_KEY!r} entry, got {observation_space!r}"
         )
     if not isinstance(action_space, gym.spaces.Discrete):
-        raise ValueError(f"MaskedPPOTorchRLModule needs a Discrete action space, got {action_space!r}")
+        raise ValueError(f"{user} needs a Discrete action space, got {action_space!r}")
     if observation_space[MASK_KEY].shape != (int(action_space.n),):
         raise ValueError(
             f"{MASK_KEY} has shape {observation_space[MASK_KEY].shape}, expected ({int(action_space.n)},)"
@@ -264,6 +277,79 @@ def _check_masked_spaces(observation_space: Any, action_space: Any) -> None:
     for key, space in observation_space.spaces.items():
         if key != MASK_KEY and not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):
             raise ValueError(f"observation entry {key!r} must be a flat Box, got {space!r}")
+
+
+class RLlibActionMaskObservation(gym.ObservationWrapper):
+    """FrenzyEnv's observation in the layout of RLlib's stock action-masking module.
+
+    ``{"action_mask": float32 Box(0, 1, (A,)), "observations": float32 Box(F,)}``: the mask as 0.0/1.0 and
+    every other (flat Box) entry concatenated in the observation space's key order (the same features,
+    in the same order, as :func:`flat_feature_space`). That is what
+    ``ray.rllib.examples.rl_modules.classes.action_masking_rlm.ActionMaskingTorchRLModule`` reads (it
+    feeds ``observations`` to the default PPO networks and adds ``log(action_mask)``, clamped, to the
+    logits); :class:`MaskedPPOTorchRLModule` accepts this layout too. Wrap the env (or a
+    :class:`InvalidStepInfo` of it) directly; :func:`register_rllib_envs` does it for the registered ids.
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        space = env.observation_space
+        _check_masked_spaces(space, env.action_space, user="RLlibActionMaskObservation")
+        self.feature_keys = tuple(k for k in space.spaces if k != MASK_KEY)
+        n = int(env.action_space.n)
+        self.observation_space = gym.spaces.Dict(
+            {
+                MASK_KEY: gym.spaces.Box(0.0, 1.0, shape=(n,), dtype=np.float32),
+                OBSERVATIONS_KEY: flat_feature_space(space),
+            }
+        )
+
+    def observation(self, observation: dict[str, Any]) -> dict[str, np.ndarray]:
+        return {
+            MASK_KEY: np.asarray(observation[MASK_KEY], dtype=np.float32),
+            OBSERVATIONS_KEY: np.concatenate(
+                [np.asarray(observation[k], dtype=np.float32).ravel() for k in self.feature_keys]
+            ),
+        }
+
+
+def make_rllib_env(env_id: str, env_config: dict[str, Any] | None = None) -> gym.Env:
+    """``gym.make(env_id, **env_config)`` wrapped in :class:`InvalidStepInfo` and
+    :class:`RLlibActionMaskObservation`: the env that :func:`register_rllib_envs` registers for ``env_id``
+    (``env_config`` overrides the id's FrenzyEnv keyword arguments, as in ``gym.make``)."""
+    import frenzy_env  # noqa: F401  (registers the frenzy/* ids with Gymnasium)
+
+    kwargs = dict(env_config or {})
+    kwargs.pop("num_envs", None)  # RLlib's vectorised entry point adds it
+    return RLlibActionMaskObservation(InvalidStepInfo(gym.make(env_id, **kwargs)))
+
+
+def frenzy_env_ids() -> tuple[str, ...]:
+    """Every Gymnasium id under the ``frenzy/`` namespace (the ones ``import frenzy_env`` registers)."""
+    import frenzy_env  # noqa: F401
+
+    return tuple(sorted(env_id for env_id in gym.registry if env_id.startswith("frenzy/")))
+
+
+def register_rllib_envs() -> tuple[str, ...]:
+    """Make the frenzy env ids usable as ``PPOConfig().environment(<id>)`` in RLlib; returns the ids.
+
+    Registers with ``ray.tune.registry.register_env`` every :func:`frenzy_env_ids` id (e.g.
+    ``"frenzy/HeteroClusterSmall-v0"``), each creating :func:`make_rllib_env` of that id (the
+    :class:`RLlibActionMaskObservation` layout of RLlib's stock ``ActionMaskingTorchRLModule``; the
+    ``env_config`` dict overrides the id's FrenzyEnv keyword arguments), and :data:`ENV_NAME` with
+    :func:`make_env` (the raw Dict observation, for :class:`MaskedPPOTorchRLModule`). Ray's registry
+    lives in the Ray session: call it again after a ``ray.shutdown()`` (it is cheap; registering twice is
+    harmless). :func:`build_algorithm_config` and :func:`train_rllib` call it themselves.
+    """
+    _require_ray()
+    from ray.tune.registry import register_env
+
+    ids = frenzy_env_ids()
+    for env_id in ids:
+        register_env(env_id, functools.partial(make_rllib_env, env_id))
+    register_env(ENV_NAME, make_env)
+    return ids
 
 
 # ------------------------------------------------------------------------------------------ Ray classes
@@ -368,10 +454,10 @@ def _require_ray() -> None:
 def build_algorithm_config(cfg: RLlibTrainConfig) -> Any:
     """The RLlib ``PPOConfig`` (new API stack, masked module, invalid-action metrics) of ``cfg``.
 
-    The env must be registered as :data:`ENV_NAME` (``register_env(ENV_NAME, make_env)``) before
-    ``build_algo()``; :func:`train_rllib` does both.
+    It calls :func:`register_rllib_envs` (so :data:`ENV_NAME` is known to ``build_algo()``; after a
+    ``ray.shutdown()`` build the config again or call :func:`register_rllib_envs`).
     """
-    _require_ray()
+    register_rllib_envs()
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
@@ -463,7 +549,6 @@ def train_rllib(cfg: RLlibTrainConfig) -> Path:
         raise ConfigError(f"cfg must be an RLlibTrainConfig, got {type(cfg).__name__}")
     _require_ray()
     import ray
-    from ray.tune.registry import register_env
 
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -472,8 +557,7 @@ def train_rllib(cfg: RLlibTrainConfig) -> Path:
     )
     started = _init_ray(cfg)
     try:
-        register_env(ENV_NAME, make_env)
-        algo = build_algorithm_config(cfg).build_algo()
+        algo = build_algorithm_config(cfg).build_algo()  # registers the envs in this Ray session
         try:
             rows: list[dict[str, Any]] = []
             t0 = time.perf_counter()
@@ -698,14 +782,19 @@ __all__ = [
     "ENV_NAME",
     "MASK_KEY",
     "MODULE_SUBDIR",
+    "OBSERVATIONS_KEY",
     "InvalidStepInfo",
+    "RLlibActionMaskObservation",
     "RLlibPolicy",
     "RLlibTrainConfig",
     "build_algorithm_config",
     "find_module_checkpoint",
     "flat_feature_space",
+    "frenzy_env_ids",
     "load_rllib_policy",
     "make_env",
+    "make_rllib_env",
+    "register_rllib_envs",
     "summarise_result",
     "train_rllib",
 ]

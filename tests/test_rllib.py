@@ -3,23 +3,30 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 pytest.importorskip("ray.rllib")
 
+import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from agents.rllib import (  # noqa: E402
     ENV_NAME,
     MASK_KEY,
+    OBSERVATIONS_KEY,
     InvalidStepInfo,
+    RLlibActionMaskObservation,
     RLlibTrainConfig,
     flat_feature_space,
     make_env,
+    make_rllib_env,
+    register_rllib_envs,
     train_rllib,
 )
 from frenzy_env.cli import main  # noqa: E402
@@ -27,6 +34,29 @@ from frenzy_env.env import FrenzyEnv  # noqa: E402
 from frenzy_env.errors import ConfigError, UnknownNameError  # noqa: E402
 
 ENV_KW = {"cluster": "frenzy-testbed", "workload": "synthetic-small", "predictor": "extended"}
+
+#: The RLlib snippet of README.md's "Running on Ray" section, executed verbatim by test_readme_rllib_snippet.
+README_SNIPPET = """\
+from ray.rllib.algorithms.ppo import PPOConfig
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
+
+from agents.rllib import register_rllib_envs
+
+register_rllib_envs()  # every frenzy/* id, in the layout of RLlib's action-masking module
+
+config = (
+    PPOConfig()
+    .environment("frenzy/HeteroClusterSmall-v0", env_config={"max_steps": 50})
+    .env_runners(num_env_runners=0)
+    .training(train_batch_size_per_learner=200, minibatch_size=50, num_epochs=1)
+    .rl_module(rl_module_spec=RLModuleSpec(module_class=ActionMaskingTorchRLModule))
+)
+algo = config.build_algo()
+result = algo.train()
+print("episode return mean:", result["env_runners"]["episode_return_mean"])
+algo.stop()
+"""
 
 
 @pytest.fixture(scope="module")
@@ -331,3 +361,98 @@ def test_frenzy_evaluate_rllib_policy_on_the_ray_backend_matches_local(cli_run, 
     )
     pd.testing.assert_frame_equal(local, remote)
     assert (local["invalid_actions"] == 0).all()
+
+
+# ------------------------------------------------------------------------------------------ RLlib outside the CLI
+def test_action_mask_observation_has_the_stock_layout(env):
+    wrapped = RLlibActionMaskObservation(env)
+    space = wrapped.observation_space
+    n = env.action_space.n
+    assert list(space.spaces) == [MASK_KEY, OBSERVATIONS_KEY]
+    mask_space = space[MASK_KEY]
+    assert mask_space.dtype == np.float32 and mask_space.shape == (n,)
+    assert (mask_space.low == 0).all() and (mask_space.high == 1).all()
+    assert space[OBSERVATIONS_KEY] == flat_feature_space(env.observation_space)
+    raw, _ = env.reset(seed=5)
+    obs = wrapped.observation(raw)
+    assert obs in space
+    assert obs[MASK_KEY].dtype == np.float32 and np.array_equal(obs[MASK_KEY], raw[MASK_KEY])
+    keys = [k for k in env.observation_space.spaces if k != MASK_KEY]
+    assert np.array_equal(obs[OBSERVATIONS_KEY], np.concatenate([raw[k] for k in keys]))
+    with pytest.raises(ValueError, match="RLlibActionMaskObservation needs a Dict observation space"):
+        RLlibActionMaskObservation(gym.make("CartPole-v1"))
+
+
+def test_register_rllib_envs_registers_every_id_wrapped():
+    from ray.tune.registry import ENV_CREATOR, _global_registry
+
+    from frenzy_env.env import ENV_PRESETS
+
+    ids = register_rllib_envs()
+    assert {p.env_id for p in ENV_PRESETS} <= set(ids) and "frenzy/HeteroClusterSmall-v0" in ids
+    for env_id in (*ids, ENV_NAME):
+        assert _global_registry.contains(ENV_CREATOR, env_id)
+    creator = _global_registry.get(ENV_CREATOR, "frenzy/HeteroClusterSmall-v0")  # a pickle round trip
+    made = creator({"max_steps": 3, "num_envs": 2})
+    assert isinstance(made, RLlibActionMaskObservation) and made.unwrapped.max_steps == 3
+    obs, info = made.reset(seed=0)
+    assert obs in made.observation_space and "action_mask" not in info
+    _, _, _, truncated, info = made.step(int(np.flatnonzero(obs[MASK_KEY])[0]))
+    assert info["invalid_step"] == 0  # InvalidStepInfo sits below, so InvalidActionCallback works too
+    assert make_rllib_env("frenzy/Doubling64-v0").unwrapped.cluster.name == "doubling-64"
+
+
+@pytest.mark.parametrize("module_kind", ["stock", "ours"])
+def test_masking_modules_on_the_wrapped_layout_choose_only_legal_actions(env, module_kind):
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+    from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
+
+    from agents.rllib import MaskedPPOTorchRLModule
+
+    wrapped = RLlibActionMaskObservation(env)
+    torch.manual_seed(0)
+    cls = ActionMaskingTorchRLModule if module_kind == "stock" else MaskedPPOTorchRLModule
+    module = RLModuleSpec(
+        module_class=cls, observation_space=wrapped.observation_space, action_space=wrapped.action_space,
+        model_config={"fcnet_hiddens": [32]},
+    ).build()  # fmt: skip
+    obs, _ = wrapped.reset(seed=0)
+    k = int(np.flatnonzero(obs[MASK_KEY])[-1])
+    only_k = {OBSERVATIONS_KEY: obs[OBSERVATIONS_KEY], MASK_KEY: np.zeros_like(obs[MASK_KEY])}
+    only_k[MASK_KEY][k] = 1.0
+    with torch.no_grad():
+        logits = module.forward_exploration(_batch(only_k, 64))[Columns.ACTION_DIST_INPUTS]
+    assert torch.all(module.get_exploration_action_dist_cls().from_logits(logits).sample() == k)
+
+
+def test_build_algorithm_config_registers_the_env_itself():
+    from ray.tune.registry import ENV_CREATOR, _global_registry
+
+    from agents.rllib import build_algorithm_config
+
+    cfg = build_algorithm_config(RLlibTrainConfig(num_env_runners=0))
+    assert cfg.env == ENV_NAME and _global_registry.contains(ENV_CREATOR, ENV_NAME)
+
+
+@pytest.mark.filterwarnings("ignore:.*Overriding environment rllib-single-agent-env-v0")  # RLlib's, per Algorithm
+def test_readme_rllib_snippet(capsys):
+    """The README snippet runs verbatim: 1 PPO iteration of the stock masking module on a registered id."""
+    import ray
+
+    readme = Path(__file__).resolve().parents[1] / "README.md"
+    blocks = re.findall(r"```python\n(.*?)```", readme.read_text(), flags=re.S) if readme.is_file() else []
+    in_readme = [b for b in blocks if "register_rllib_envs()" in b]
+    for block in in_readme:  # once the README carries the snippet, it must be this one
+        assert block == README_SNIPPET
+    was_running = ray.is_initialized()
+    namespace: dict = {"__name__": "__readme__"}
+    try:
+        exec(compile(README_SNIPPET, "README.md (Running on Ray)", "exec"), namespace)
+    finally:
+        if not was_running and ray.is_initialized():
+            ray.shutdown()
+    result = namespace["result"]
+    assert result["env_runners"]["num_env_steps_sampled"] >= 200
+    assert result["env_runners"]["num_episodes"] >= 1  # max_steps=50 truncates episodes
+    assert "episode return mean:" in capsys.readouterr().out
