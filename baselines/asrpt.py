@@ -361,24 +361,24 @@ class AsrptPolicy(ScriptedPolicy):
         return max(view.now, view.next_event_time())
 
     def _try_start(self, j: int, k: int, mask: np.ndarray, horizon: float) -> int | None:
-        view = self.view
+        view, env = self.view, self.env
         p_n = view.num_plans
         cand = self._cands[j]
         cand = cand[~view.oom_known[j, cand]]
         if cand.size == 0:
             cand = self.ranker.ranked(j)  # every plan of g_i GPUs crashed: its other plans, ranked
-        row = mask[1 + k * p_n : 1 + (k + 1) * p_n]
+        row = mask[env.first_start + k * p_n : env.first_start + (k + 1) * p_n]
         legal = cand[row[cand]]
         if legal.size == 0:
             return None
         if not self.heavy[j] or horizon >= self.deadline[j]:
-            return 1 + k * p_n + int(legal[0])
+            return env.first_start + k * p_n + int(legal[0])
         free, nti, strategy = view.free, view.cluster.node_type_index, view.config.placement
         for p in legal.tolist():
             counts = place(free, nti, int(view.plan_type[p]), int(view.plan_count[p]), int(view.layout_tp[j, p]),
                            strategy=strategy)
             if counts is not None and np.count_nonzero(counts) <= self._min_span[p]:
-                return 1 + k * p_n + p
+                return env.first_start + k * p_n + p
         return None  # heavy: wait for a consolidated placement
 
     def act(self, mask: np.ndarray) -> int:
@@ -389,7 +389,7 @@ class AsrptPolicy(ScriptedPolicy):
         self.advance_virtual(horizon)
         qv = self.env.visible_queue
         if not self._pending or len(qv) == 0:
-            return _fallback(mask)
+            return _fallback(mask, self.env.first_start)
         slot = {int(j): k for k, j in enumerate(qv.tolist())}
         stale = False
         for _, j in self._pending:
@@ -409,7 +409,7 @@ class AsrptPolicy(ScriptedPolicy):
                 break
         if stale:
             self._compact()
-        return _fallback(mask)
+        return _fallback(mask, self.env.first_start)
 
     def _compact(self, exclude: int = -1) -> None:
         status = self.view.status

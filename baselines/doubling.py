@@ -362,7 +362,7 @@ class DoublingPolicy(ScriptedPolicy):
     def _realise(self, mask: np.ndarray) -> int:
         """One action towards the targets: shrinks first, then starts, then grows."""
         if not self._todo:
-            return _fallback(mask)
+            return _fallback(mask, self.env.first_start)
         view, env = self.view, self.env
         status, running = view.status, view.running
         grows: list[int] = []
@@ -396,18 +396,18 @@ class DoublingPolicy(ScriptedPolicy):
         for a in grows:
             if mask[a]:
                 return a
-        return _fallback(mask)
+        return _fallback(mask, self.env.first_start)
 
     def _act_fixed(self, mask: np.ndarray) -> int:
         """``"eight"``: visible queued jobs in arrival order, ``fixed_gpus`` GPUs on the fastest legal type."""
         view, env = self.view, self.env
         qv = env.visible_queue
         if len(qv) == 0:
-            return _fallback(mask)
+            return _fallback(mask, self.env.first_start)
         p_n = view.num_plans
-        legal = mask[1 : 1 + len(qv) * p_n].reshape(len(qv), p_n)  # (Q, P)
+        legal = env.start_rows(mask)  # (Q, P)
         if not legal.any():
-            return _fallback(mask)
+            return _fallback(mask, self.env.first_start)
         avail = view.pred_ok[qv] & ~view.oom_known[qv]  # (Q, P)
         counts = view.plan_count[None, :]
         want = min(self.fixed_gpus, int(self.levels[-1]))
@@ -417,10 +417,10 @@ class DoublingPolicy(ScriptedPolicy):
         at_size = avail & (counts == size[:, None]) & legal  # (Q, P)
         rows = np.flatnonzero(at_size.any(axis=1))
         if rows.size == 0:
-            return _fallback(mask)
+            return _fallback(mask, self.env.first_start)
         k = int(rows[0])
         times = np.where(at_size[k], view.iter_time[qv[k]], np.inf)
-        return 1 + k * p_n + int(np.argmin(times))
+        return env.first_start + k * p_n + int(np.argmin(times))
 
 
 __all__ = ["DoublingPolicy", "greedy_allocation", "STRATEGIES"]

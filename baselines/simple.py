@@ -86,8 +86,7 @@ class SjfPolicy(ScriptedPolicy):
         qv = env.visible_queue
         if len(qv) == 0:
             return 0
-        p = view.num_plans
-        legal = mask[1 : 1 + len(qv) * p].reshape(len(qv), p)
+        legal = env.start_rows(mask)
         if not legal.any():
             return 0
         rem = view.work[qv] - view.done_iters[qv]

@@ -118,20 +118,20 @@ class InvariantChecker:
         _require(env.sim is sim, "the simulator was replaced mid-episode")
         mask = env.action_masks()
         self._mask = mask
-        q, p = env.queue_slots, env.num_plans
+        p = env.num_plans
         a = int(action)
         self._a = a
         self._legal = 0 <= a < mask.size and bool(mask[a])
         self._kind, self._job, self._plan = "illegal", -1, -1
         if self._legal:
-            if a == 0:
-                self._kind = "wait"
-            elif a <= q * p:
-                k, self._plan = divmod(a - 1, p)
+            if a < env.first_start:
+                self._kind = "wait"  # until the next event, or a timed wait
+            elif a < env.first_resize:
+                k, self._plan = divmod(a - env.first_start, p)
                 self._kind, self._job = "start", int(env.visible_queue[k])
                 _require(sim.status[self._job] == QUEUED, f"start of job {self._job} that is not queued")
             else:
-                r, self._plan = divmod(a - 1 - q * p, p)
+                r, self._plan = divmod(a - env.first_resize, p)
                 self._kind, self._job = "resize", int(env.visible_running[r])
                 _require(self._job in sim.running, f"resize of job {self._job} that is not running")
                 self._restarts_before = sim.records[self._job].restarts

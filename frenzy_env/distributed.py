@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from frenzy_env.errors import ConfigError
-from frenzy_env.evaluation import episode_record, run_episode
+from frenzy_env.evaluation import env_for, episode_record, run_episode
 
 RAY_MISSING = 'Ray is not installed: the ray backend needs the optional extra (pip install -e ".[ray]")'
 
@@ -82,7 +82,7 @@ def connect(address: str | None = None, num_cpus: int | None = None) -> bool:
 def _episode(make_env: Callable[[str], Any], factory: Callable[[Any], Any], workload: str, policy: str,
              seed: int) -> tuple[pd.DataFrame, dict]:
     """One episode, in a Ray worker: a fresh env and policy, as the local loop would build them."""
-    env = make_env(workload)
+    env = env_for(make_env, workload, factory)
     result = run_episode(env, factory(env), seed=seed)
     return episode_record(result, workload, policy, seed)
 

@@ -43,6 +43,7 @@ except ImportError:  # pragma: no cover  (numpy < 2, or a numpy that moved it)
         _clip = np.clip
 
 _SIM_KEYS = tuple(SimConfig.__dataclass_fields__)
+DEFAULT_WAIT_OPTIONS = (60.0, 600.0, 3600.0)  # the timed waits: 1 minute, 10 minutes, 1 hour
 
 
 class FrenzyEnv(gym.Env):
@@ -55,16 +56,22 @@ class FrenzyEnv(gym.Env):
     GPU count) pair, count in 1, 2, 4, ... -- and the configured memory predictor (MARP) picks the fastest
     data/tensor-parallel layout it believes fits. A plan that truly does not fit fails with out-of-memory
     after a short start-up, and the job returns to the queue. Running jobs can be resized (checkpoint,
-    restart on another plan, paying a restart overhead). Time advances only on "wait".
+    restart on another plan, paying a restart overhead). Time advances only on the wait actions.
 
     ## Action Space
-    ``Discrete(1 + Q*P + R*P)``, with Q queue slots, R running slots, P plan slots:
-    ``0`` wait (advance to the next event); ``1 + k*P + p`` start the k-th queued job (arrival order)
-    on plan p; ``1 + Q*P + r*P + p`` resize the r-th running job (start order) to plan p.
+    ``Discrete(1 + W + Q*P + R*P)``, with W timed waits, Q queue slots, R running slots, P plan slots:
+    ``0`` wait (advance to the next event: a finish, an OOM failure, an arrival or a wake-up);
+    ``1 + i`` wait ``wait_options[i]`` seconds or until the next event, whichever comes first;
+    ``first_start + k*P + p`` (``first_start = 1 + W``) start the k-th queued job (arrival order) on plan p;
+    ``first_resize + r*P + p`` (``first_resize = 1 + W + Q*P``) resize the r-th running job (start order) to
+    plan p. ``start_action(job, plan)``, ``resize_action(job, plan)`` and ``start_rows(mask)`` do the
+    arithmetic. "Wait" is legal while anything is pending, timed waits until the episode ends.
     ``action_masks()`` gives exactly the legal actions: the plan is memory-feasible under the predictor,
     has not crashed for that job before, and is placeable on currently free GPUs; resizing to the current
     plan is masked. An illegal action is a no-op with a penalty (``info["invalid_actions"]`` counts them).
-    When nothing but "wait" is legal the environment advances by itself, so no step is wasted.
+    When no start and no resize is legal the environment advances by itself to the next event, so no step
+    is wasted, but never past a wake-up: ``request_wakeup(t)`` (a timer for scripted policies) makes the
+    environment return an observation at time ``t``.
 
     ## Observation Space
     A one-level ``Dict`` of flat float32 ``Box`` es (values in [0, 2]) plus the int8 mask; ``queue`` and
@@ -73,9 +80,11 @@ class FrenzyEnv(gym.Env):
     requested GPUs, then predicted run time on each plan slot (0 when not available);
     ``running`` (R, 7 + P): present, elapsed, predicted remaining time, GPUs, GPU type, restarts, progress,
     then predicted remaining time on each plan slot; ``gpus`` (2T,): free fraction and capacity share of
-    each GPU type; ``nodes`` (N,): free fraction of each node; ``globals`` (6,): queue length, running
-    jobs, backlog beyond the window, fraction arrived, time to next arrival, busy fraction;
-    ``action_mask`` (A,) int8. Times are ``log1p(seconds)/16``.
+    each GPU type; ``nodes`` (N,): free fraction of each node; ``globals`` (12,): queue length, running
+    jobs, backlog beyond the window, fraction arrived, time to next arrival, busy fraction, time to the next
+    event, running jobs in all and beyond the window, whole-system queued and running work (predicted
+    seconds), queued GPU demand; ``action_mask`` (A,) int8. Times are ``log1p(seconds)/16``. Every name and
+    scale is in :mod:`frenzy_env.observation`.
 
     ## Rewards
     ``-(jobs in the system) * (elapsed seconds) / reward_scale`` per step, so the return is minus the total
@@ -92,14 +101,23 @@ class FrenzyEnv(gym.Env):
 
     ## Arguments
     ``cluster`` (ClusterSpec or preset name), ``workload`` (Workload, generator with ``generate(seed)``, or
-    preset name), ``predictor`` ("frenzy" | "extended" | "oracle"), ``queue_slots`` (32),
-    ``running_slots`` (16), ``reward_scale`` (3600.0), ``invalid_action_penalty`` (0.1), ``max_steps``
-    (None), ``render_mode`` ("ansi" | "rgb_array"), and any :class:`SimConfig` field (``startup_time``,
-    ``restart_overhead``, ``oom_delay``, ``max_plan_gpus``, ``placement``, ``work_info``, ``work_noise``,
-    ``utilisation``). Unknown keywords raise :class:`ConfigError`.
+    preset name), ``predictor`` ("frenzy" | "extended" | "oracle"), ``queue_slots`` (64; ``"all"``: as many
+    as the first workload's jobs, every job within reach), ``running_slots`` (64, or ``"all"``),
+    ``wait_options`` ((60, 600, 3600) seconds; ``()`` for none), ``reward_scale`` (3600.0),
+    ``invalid_action_penalty`` (0.1), ``max_steps`` (None), ``render_mode`` ("ansi" | "rgb_array"), and any
+    :class:`SimConfig` field (``startup_time``, ``restart_overhead``, ``oom_delay``, ``max_plan_gpus``,
+    ``placement``, ``work_info``, ``work_noise``, ``utilisation``). Unknown keywords raise
+    :class:`ConfigError`. Window sizes: on the shipped ITP week under Frenzy more than 64 jobs wait at 2% of
+    decisions and more than 64 run at none (at 32 and 16 slots: 8.5% and 76%).
 
     ## Version History
     * v0: initial version.
+    * v1: timed waits (``wait_options``, default 1 min, 10 min, 1 h: W actions after "wait", so every start
+      and resize index moves by W); wake-ups (``request_wakeup``) that end automatic advancing; six more
+      global features (observation version 2, :data:`frenzy_env.observation.GLOBAL_FEATURES`): time to the
+      next event, running jobs in all and beyond the window, whole-system queued and running work, queued
+      GPU demand; windows of 64 queued and 64 running jobs (were 32 and 16), or ``"all"``; the env never
+      advances past a moment at which a queued job beyond the window could start.
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -109,8 +127,9 @@ class FrenzyEnv(gym.Env):
         cluster: ClusterSpec | str = "frenzy-testbed",
         workload: Any = "itp-default",
         *,
-        queue_slots: int = 32,
-        running_slots: int = 16,
+        queue_slots: int | str = 64,
+        running_slots: int | str = 64,
+        wait_options: tuple[float, ...] = DEFAULT_WAIT_OPTIONS,
         reward_scale: float = 3600.0,
         invalid_action_penalty: float = 0.1,
         max_steps: int | None = None,
@@ -119,8 +138,8 @@ class FrenzyEnv(gym.Env):
     ) -> None:
         check_keys("FrenzyEnv", sim_options, _SIM_KEYS)
         for name, value in (("queue_slots", queue_slots), ("running_slots", running_slots)):
-            if not isinstance(value, (int, np.integer)) or value < 1:
-                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+            if value != "all" and (not isinstance(value, (int, np.integer)) or value < 1):
+                raise ConfigError(f"{name} must be a positive integer or 'all', got {value!r}")
         if not (isinstance(reward_scale, (int, float)) and reward_scale > 0):
             raise ConfigError(f"reward_scale must be > 0, got {reward_scale!r}")
         if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 1):
@@ -137,8 +156,7 @@ class FrenzyEnv(gym.Env):
         else:
             self._fixed_workload = None
             self._generator = _bind_generator(make_generator(workload), self.cluster, by_name=isinstance(workload, str))
-        self.queue_slots = int(queue_slots)
-        self.running_slots = int(running_slots)
+        self.wait_options = _check_wait_options(wait_options)
         self.reward_scale = float(reward_scale)
         if not (isinstance(invalid_action_penalty, (int, float)) and math.isfinite(invalid_action_penalty)):
             raise ConfigError(f"invalid_action_penalty must be a finite number, got {invalid_action_penalty!r}")
@@ -148,6 +166,9 @@ class FrenzyEnv(gym.Env):
 
         # A simulator for the first workload fixes the plan slots, hence the spaces.
         first = self._fixed_workload if self._fixed_workload is not None else self._generator.generate(0)
+        # "all": a window as large as the first workload (every job within reach, for scripted evaluation)
+        self.queue_slots = len(first) if queue_slots == "all" else int(queue_slots)
+        self.running_slots = len(first) if running_slots == "all" else int(running_slots)
         self.sim = ClusterSimulator(self.cluster, first, self.sim_config, seed=0)
         # what policies may read of the simulator: a plain attribute (policies read it many times per
         # decision), replaced with the simulator
@@ -157,7 +178,10 @@ class FrenzyEnv(gym.Env):
         q, r, p = self.queue_slots, self.running_slots, self.sim.num_plans
         t, n = self.sim.num_types, self.cluster.num_nodes
         self.num_plans = p
-        self.action_space = spaces.Discrete(1 + q * p + r * p)
+        w = len(self.wait_options)
+        self.first_start = 1 + w  # the action that starts queue slot 0 on plan 0
+        self.first_resize = 1 + w + q * p  # the action that resizes running slot 0 to plan 0
+        self.action_space = spaces.Discrete(1 + w + q * p + r * p)
         box = lambda *shape: spaces.Box(0.0, 2.0, shape=shape, dtype=np.float32)  # noqa: E731
         self.observation_space = spaces.Dict(
             {
@@ -217,7 +241,7 @@ class FrenzyEnv(gym.Env):
         self._obs["queue"] = flat["queue"].reshape(self.queue_shape)
         self._obs["running"] = flat["running"].reshape(self.running_shape)
         self._mask = flat["action_mask"].view(bool)  # (A,) the legal actions, in the observation's buffer
-        self._mask_rows = self._mask[1:].reshape(q + r, p)  # (Q + R, P) view: start rows, then resize rows
+        self._mask_rows = self._mask[self.first_start :].reshape(q + r, p)  # (Q + R, P): start rows, resize rows
         self._gpus_free = flat["gpus"][: self.sim.num_types]  # (T,) free fraction of each GPU type
         self._rrows = list(self._obs["running"])  # (R,) views of the rows of the running block
         self._row_scratch = (self._rbuf[-1], self._rbuf[-1, 1:])  # a (1 + P,) scratch row and its (P,) tail
@@ -260,7 +284,8 @@ class FrenzyEnv(gym.Env):
             raise RuntimeError("call reset() before step()")
         sim = self.sim
         a = action if type(action) is int else _action_index(action)
-        q, p = self.queue_slots, self.num_plans
+        sim.woke = False  # set again if this step's wait reaches a wake-up
+        p = self.num_plans
         legal = 0 <= a < self._mask.size and bool(self._mask[a])
         jct_reward = 0.0
         invalid = 0.0
@@ -270,12 +295,16 @@ class FrenzyEnv(gym.Env):
         elif a == 0:
             n = sim.jobs_in_system
             jct_reward -= n * sim.advance() / self.reward_scale
-        elif a <= q * p:
-            k, plan = divmod(a - 1, p)
+        elif a < self.first_start:  # wait for a set time, or until the next event if that comes first
+            n = sim.jobs_in_system
+            target = min(sim.now + self.wait_options[a - 1], sim.next_event_time())
+            jct_reward -= n * sim.advance_to(target) / self.reward_scale
+        elif a < self.first_resize:
+            k, plan = divmod(a - self.first_start, p)
             ok = sim.start(int(self._visible_queue[k]), plan)
             assert ok, "a start the mask allowed was refused"  # masks and simulator must agree
         else:
-            r, plan = divmod(a - 1 - q * p, p)
+            r, plan = divmod(a - self.first_resize, p)
             ok = sim.resize(int(self._visible_running[r]), plan)
             assert ok, "a resize the mask allowed was refused"
         if legal:
@@ -323,14 +352,32 @@ class FrenzyEnv(gym.Env):
     def start_action(self, job: int, plan: int) -> int | None:
         """The action index that starts ``job`` on ``plan``, or None if the job is not in a queue slot."""
         hits = np.flatnonzero(self._visible_queue == job)
-        return None if hits.size == 0 else 1 + int(hits[0]) * self.num_plans + int(plan)
+        return None if hits.size == 0 else self.first_start + int(hits[0]) * self.num_plans + int(plan)
 
     def resize_action(self, job: int, plan: int) -> int | None:
         """The action index that resizes running ``job`` to ``plan``, or None if not in a running slot."""
         hits = np.flatnonzero(self._visible_running == job)
         if hits.size == 0:
             return None
-        return 1 + self.queue_slots * self.num_plans + int(hits[0]) * self.num_plans + int(plan)
+        return self.first_resize + int(hits[0]) * self.num_plans + int(plan)
+
+    def start_rows(self, mask: np.ndarray) -> np.ndarray:
+        """(visible queued jobs, P) view of ``mask``'s start actions: row k is queue slot k's plans."""
+        nq = len(self._visible_queue)
+        return mask[self.first_start : self.first_start + nq * self.num_plans].reshape(nq, self.num_plans)
+
+    def request_wakeup(self, t: float) -> float | None:
+        """Ask to be consulted again at simulated time ``t`` (seconds): a timer for scripted policies.
+
+        The environment does not advance past a pending wake-up without returning an observation, and
+        "wait" stays legal while one is pending. See :meth:`ClusterSimulator.request_wakeup` for the rules
+        (ordered after finishes and OOMs of the same instant, at least 1 s ahead, at most 16 per instant).
+        Returns the wake-up's time, or None when it was refused.
+        """
+        t_set = self.sim.request_wakeup(t)
+        if t_set is not None and not self._needs_reset:
+            self._mask[0] = True
+        return t_set
 
     # ------------------------------------------------------------------ internals
     def _settle(self) -> float:
@@ -338,14 +385,29 @@ class FrenzyEnv(gym.Env):
         sim = self.sim
         reward = 0.0
         self._compute_mask()
-        while not sim.done and not self._legal_moves and sim.has_pending_events():  # only wait
+        while (
+            not sim.done and not self._legal_moves and sim.has_pending_events() and not sim.woke
+            and not self._hidden_start()
+        ):  # only waiting is legal, and nothing beyond the queue window could start either
             n = sim.jobs_in_system
             reward -= n * sim.advance() / self.reward_scale
-            while not sim.done and sim.has_pending_events() and self._idle():  # cheap test, same decisions
+            # cheap test, same decisions; a wake-up always returns to the policy
+            while not sim.done and not sim.woke and sim.has_pending_events() and self._idle() and not (
+                self._hidden_start()
+            ):
                 n = sim.jobs_in_system
                 reward -= n * sim.advance() / self.reward_scale
             self._compute_mask()
         return reward
+
+    def _hidden_start(self) -> bool:
+        """A queued job beyond the queue window could start now (the env then consults the policy rather than
+        advance past the moment: every job that could start is within reach of some decision)."""
+        sim = self.sim
+        if len(sim.queue) <= self.queue_slots:
+            return False
+        hidden = np.fromiter(itertools.islice(sim.queue, self.queue_slots, None), dtype=np.int64)
+        return bool(sim.start_mask(hidden).any())
 
     def _idle(self) -> bool:
         """True only when no start and no resize is legal now (False: maybe; the full mask decides)."""
@@ -363,6 +425,11 @@ class FrenzyEnv(gym.Env):
         self._running_key: Any = None
         self._qtable: np.ndarray | None = None  # (J, F + P) float32 static queue rows, built lazily
         self._qtable_requeued = 0  # how many of sim.requeued the table has absorbed
+        self._qtable_key: Any = None  # changes whenever the table's rows do (the whole-queue totals follow)
+        self._qtotals_key: Any = None
+        self._qtotals = (0.0, 0.0)
+        self._rwork_key: Any = None
+        self._rwork = 0.0
         self._qblock_key: Any = None  # queue block filled for (table, queue_version)
         self._qtime: float | None = None  # time the wait column was computed at
         self._qsubmit = np.zeros(0)  # submit times of the jobs in the queue block
@@ -393,6 +460,7 @@ class FrenzyEnv(gym.Env):
         sim = self.sim
         self._update_visible()
         self._mask[0] = sim.has_pending_events()
+        self._mask[1 : self.first_start] = not sim.done  # timed waits: time may always pass
         rows = self._mask_rows
         self._legal_moves = sim.legal_masks(self._visible_queue, self._visible_running, self.queue_slots, rows)
 
@@ -409,6 +477,10 @@ class FrenzyEnv(gym.Env):
         with np.errstate(invalid="ignore"):
             times = rem[:, None] * sim.iter_time[jobs]  # (n, P) seconds
         best = np.where(avail, times, np.inf).min(axis=1)
+        # for the whole-queue aggregates: predicted seconds on the best plan, fewest GPUs of an available plan
+        self._qbest_s[jobs] = np.minimum(best, MAX_SECONDS)
+        fewest = np.where(avail, sim.plan_count, 1 << 30).min(axis=1, initial=1 << 30)
+        self._qmin_gpus[jobs] = np.where(fewest == 1 << 30, 0, fewest)
         plan_t = np.log1p(np.minimum(times, MAX_SECONDS)) / LOG_TIME_SCALE
         plan_t[~avail] = 0.0
         rows[:, Q.present] = 1.0
@@ -423,16 +495,20 @@ class FrenzyEnv(gym.Env):
         table = self._qtable
         if table is None:
             table = np.empty((sim.num_jobs, len(QUEUE_FEATURES) + self.num_plans), dtype=np.float32)
+            self._qbest_s = np.zeros(sim.num_jobs)  # (J,) written by _queue_rows with the table
+            self._qmin_gpus = np.zeros(sim.num_jobs, dtype=np.int64)
             for lo in range(0, sim.num_jobs, 8192):  # in chunks: few large temporaries on huge workloads
                 table[lo : lo + 8192] = self._queue_rows(np.arange(lo, min(lo + 8192, sim.num_jobs)))
             self._qtable = table
             self._qtable_requeued = len(sim.requeued)
             self._qblock_key = None
+            self._qtable_key = (sim, 0)
         elif self._qtable_requeued != len(sim.requeued):
             again = np.unique(np.array(sim.requeued[self._qtable_requeued :], dtype=np.int64))
             table[again] = self._queue_rows(again)
             self._qtable_requeued = len(sim.requeued)
             self._qblock_key = None
+            self._qtable_key = (sim, self._qtable_requeued)
         qv = self._visible_queue
         nq = len(qv)
         block = self._obs["queue"]
@@ -634,6 +710,8 @@ class FrenzyEnv(gym.Env):
         g = obs["globals"]
         nq, nrun = len(sim.queue), len(sim.running)
         nxt = float(sim.submit[sim._next_arrival]) - sim.now if sim._next_arrival < sim.num_jobs else 0.0
+        to_event = sim.next_event_time() - sim.now
+        queued_work, queued_gpus = self._queue_totals()
         values = [  # in GLOBAL_FEATURES order
             math.log1p(nq) / COUNT_LOG_SCALE,
             min(nrun / self.running_slots, 2.0),
@@ -641,6 +719,12 @@ class FrenzyEnv(gym.Env):
             sim._next_arrival / sim.num_jobs,
             math.log1p(max(0.0, nxt)) / LOG_TIME_SCALE,
             sim.busy_gpus / self.cluster.num_gpus,
+            math.log1p(to_event) / LOG_TIME_SCALE if to_event < math.inf else 0.0,
+            math.log1p(nrun) / COUNT_LOG_SCALE,
+            math.log1p(max(0, nrun - self.running_slots)) / COUNT_LOG_SCALE,
+            math.log1p(queued_work) / LOG_TIME_SCALE,
+            math.log1p(self._running_work()) / LOG_TIME_SCALE,
+            min(queued_gpus / self.cluster.num_gpus, 2.0),
         ]
         g[:] = values
         if max(values) > 2.0:  # (all are >= 0; within [0, 2] the clip changes nothing)
@@ -649,6 +733,33 @@ class FrenzyEnv(gym.Env):
         # environment's, nor of an earlier observation); the mask is already in its buffer (self._mask)
         floats, mask = self._fbuf.copy(), self._mask8.copy()
         return {k: mask if part is None else floats[part] for k, part in self._out_parts}
+
+    def _queue_totals(self) -> tuple[float, float]:
+        """Over every queued job (beyond the window too): the predicted seconds on each one's best plan, and
+        the fewest GPUs each could start on, summed; recomputed when the queue changes."""
+        sim = self.sim
+        key = (self._qtable_key, sim.queue_version)
+        if self._qtotals_key != key:
+            q = sim.queue
+            self._qtotals = (float(self._qbest_s[q].sum()), float(self._qmin_gpus[q].sum())) if q else (0.0, 0.0)
+            self._qtotals_key = key
+        return self._qtotals
+
+    def _running_work(self) -> float:
+        """Predicted seconds left of every running job on its plan, summed (estimated work)."""
+        sim = self.sim
+        key = (sim, sim.running_version, sim.now)
+        if self._rwork_key != key:
+            if sim.running:
+                jobs = np.fromiter(sim.running, dtype=np.int64, count=len(sim.running))
+                floats = sim.run_floats[jobs]
+                done = floats[:, 0] + np.maximum(0.0, sim.now - floats[:, 1]) * floats[:, 2]
+                rem = np.maximum(0.0, sim.work_estimate[jobs] - done)
+                self._rwork = float(np.minimum(rem @ sim.iter_time[jobs, sim.run_plan[jobs]], MAX_SECONDS))
+            else:
+                self._rwork = 0.0
+            self._rwork_key = key
+        return self._rwork
 
     @property
     def _static_features(self) -> np.ndarray:
@@ -690,6 +801,17 @@ class FrenzyEnv(gym.Env):
             "rejected": sim.rejected,
             "ooms": sim.oom_failures,
         }
+
+
+def _check_wait_options(options: Any) -> tuple[float, ...]:
+    """The timed waits in seconds: a sequence of finite positive numbers, ascending (may be empty)."""
+    try:
+        values = tuple(float(x) for x in options)
+    except (TypeError, ValueError):
+        raise ConfigError(f"wait_options must be a sequence of seconds, got {options!r}") from None
+    if any(not (math.isfinite(x) and x > 0) for x in values) or list(values) != sorted(set(values)):
+        raise ConfigError(f"wait_options must be distinct finite positive seconds in ascending order, got {options!r}")
+    return values
 
 
 def _fraction_table(capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -743,12 +865,12 @@ class EnvPreset:
 
 
 ENV_PRESETS: tuple[EnvPreset, ...] = (
-    EnvPreset("frenzy/HeteroCluster-v0", "frenzy-testbed", "itp-default"),
-    EnvPreset("frenzy/HeteroClusterSynthetic-v0", "frenzy-testbed", "synthetic"),
-    EnvPreset("frenzy/HeteroClusterSmall-v0", "frenzy-testbed", "synthetic-small"),
-    EnvPreset("frenzy/Doubling64-v0", "doubling-64", "synthetic"),
-    EnvPreset("frenzy/PAI2020-v0", "pai-2020", "synthetic"),
-    EnvPreset("frenzy/Large1024-v0", "large-1024", "synthetic"),
+    EnvPreset("frenzy/HeteroCluster-v1", "frenzy-testbed", "itp-default"),
+    EnvPreset("frenzy/HeteroClusterSynthetic-v1", "frenzy-testbed", "synthetic"),
+    EnvPreset("frenzy/HeteroClusterSmall-v1", "frenzy-testbed", "synthetic-small"),
+    EnvPreset("frenzy/Doubling64-v1", "doubling-64", "synthetic"),
+    EnvPreset("frenzy/PAI2020-v1", "pai-2020", "synthetic"),
+    EnvPreset("frenzy/Large1024-v1", "large-1024", "synthetic"),
 )
 
 

@@ -24,7 +24,7 @@ import pandas as pd
 from frenzy_env.policy import Policy
 
 JOB_COLUMNS = (
-    "job_id", "submit_time", "start_time", "finish_time", "jct", "gpu_type", "num_gpus", "dp", "tp",
+    "job_id", "name", "submit_time", "start_time", "finish_time", "jct", "gpu_type", "num_gpus", "dp", "tp",
     "restarts", "oom_failures", "gpu_hours", "rejected_reason",
 )
 SUMMARY_METRICS = (
@@ -49,6 +49,7 @@ def jobs_table(sim: Any) -> pd.DataFrame:
     df = pd.DataFrame(
         {
             "job_id": [r.job_id for r in recs],
+            "name": [j.name for j in sim.jobs],  # the trace's own job id (empty for synthetic jobs)
             "submit_time": [r.submit_time for r in recs],
             "start_time": [r.start_time for r in recs],
             "finish_time": [r.finish_time for r in recs],
@@ -185,6 +186,30 @@ TIMING_METRICS = ("latency_median_ms", "latency_p99_ms")
 """Episode metrics measured with a clock: they differ between runs of the same episode."""
 
 
+WIDE_WINDOWS = {"queue_slots": "all", "running_slots": "all"}
+"""The env overrides of scripted policies in evaluations: every job in the system within reach."""
+
+
+def wide_window(factory: Callable[[Any], Policy]) -> Callable[[Any], Policy]:
+    """Mark a policy factory as wanting :data:`WIDE_WINDOWS` (scripted baselines: they read the simulator and
+    may start or resize any job; a learned agent keeps the env's default windows, its spaces)."""
+    factory.env_overrides = WIDE_WINDOWS  # type: ignore[attr-defined]
+    return factory
+
+
+def env_for(make_env: Callable[..., Any], workload: str, factory: Any, cache: dict | None = None) -> Any:
+    """``make_env(workload)``, with the factory's ``env_overrides`` (see :func:`wide_window`) when it has them;
+    envs are reused through ``cache`` per (workload, overrides)."""
+    overrides = getattr(factory, "env_overrides", None) or {}
+    key = (workload, tuple(sorted(overrides.items())))
+    if cache is not None and key in cache:
+        return cache[key]
+    env = make_env(workload, **overrides) if overrides else make_env(workload)
+    if cache is not None:
+        cache[key] = env
+    return env
+
+
 def evaluate(
     make_env: Callable[[str], Any],
     policies: dict[str, Callable[[Any], Policy]],
@@ -196,7 +221,8 @@ def evaluate(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run every policy on every workload and seed.
 
-    ``make_env(workload)`` builds an env; ``policies[name](env)`` builds a policy bound to it. Returns
+    ``make_env(workload, **overrides)`` builds an env (overrides: a factory's ``env_overrides``, see
+    :func:`wide_window`); ``policies[name](env)`` builds a policy bound to it. Returns
     ``(jobs, episodes)`` DataFrames; ``on_episode(jobs, episodes)`` is called after each episode (the CLI
     uses it to write partial results, so nothing computed is lost if a later episode fails).
     """
@@ -208,8 +234,9 @@ def evaluate(
     episode_rows: list[dict] = []
     bar = tqdm(total=total, desc="episodes", disable=not progress, unit="ep")
     for workload in workloads:
-        env = make_env(workload)
+        envs: dict = {}
         for name, factory in policies.items():
+            env = env_for(make_env, workload, factory, envs)
             policy = factory(env)
             for seed in seeds:
                 bar.set_postfix_str(f"{workload} {name} seed={seed}")

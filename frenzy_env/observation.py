@@ -22,7 +22,7 @@ This module imports nothing, so that every layer (kernels included) may read it.
 
 from __future__ import annotations
 
-OBS_VERSION = 1  # the version of this encoding; bump it with any change below
+OBS_VERSION = 2  # the version of this encoding; bump it with any change below (v2: env v1's globals)
 
 LOG_TIME_SCALE = 16.0  # times are log1p(seconds) / 16: log1p(1e7 s) ~ 16
 MAX_SECONDS = 1e12  # predicted times are capped here before the log (an impossible plan's inf included)
@@ -38,10 +38,17 @@ RUNNING_FEATURES = ("present", "elapsed", "remaining_time", "num_gpus", "gpu_typ
 log2(GPUs + 1) / 8; its GPU type's index / (types - 1); restarts / 10; the fraction of its (estimated) work
 done."""
 
-GLOBAL_FEATURES = ("queue_length", "running", "backlog", "arrived", "next_arrival", "busy")
+GLOBAL_FEATURES = (
+    "queue_length", "running", "backlog", "arrived", "next_arrival", "busy",
+    "next_event", "running_total", "running_beyond", "queued_work", "running_work", "queued_gpus",
+)
 """log1p(queued jobs) / 10; running jobs / running slots; log1p(queued jobs beyond the queue window) / 10;
 the fraction of the workload's jobs that has arrived; log time to the next arrival (0 when none is left);
-busy GPUs / all GPUs."""
+busy GPUs / all GPUs; log time to the next event (finish, OOM failure, wake-up or arrival; 0 when none);
+log1p(running jobs) / 10 and log1p(running jobs beyond the running window) / 10; the whole-system work: log of
+the summed predicted seconds of every queued job on its best available plan, and of every running job's
+remaining time on its plan (estimated work, beyond the windows included); the summed fewest GPUs each queued
+job could start on, / all GPUs."""
 
 # scales of the static and count features above
 PARAMS_LOG10_SCALE = 12.0

@@ -109,7 +109,8 @@ class Runner:
         from frenzy_env.env import FrenzyEnv
 
         if key not in self._envs:
-            self._envs[key] = FrenzyEnv(cluster=cluster, workload=workload)
+            # scripted policies only: every job in the system within reach (frenzy_env.evaluation.WIDE_WINDOWS)
+            self._envs[key] = FrenzyEnv(cluster=cluster, workload=workload, queue_slots="all", running_slots="all")
         return self._envs[key]
 
     def missing(self, label: str) -> str | None:

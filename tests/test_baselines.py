@@ -86,8 +86,8 @@ def test_frenzy_waits_when_nothing_fits_and_ends(make_job, make_env):
     env.reset(seed=0)
     policy = FrenzyPolicy(env)
     mask = env.action_masks()
-    mask[1 : 1 + env.queue_slots * env.num_plans] = False  # no start can be placed now
-    assert policy.act(mask) == 0  # the job waits
+    mask[env.first_start : env.first_resize] = False  # no start can be placed now
+    assert policy.act(mask) < env.first_start  # the job waits (nothing is pending: a timed wait)
     info = _play(env, policy, max_steps=200)
     assert info["metrics"]["finished"] == 3 and info["metrics"]["invalid_actions"] == 0
     assert info["metrics"]["restarts"] == 0  # no preemption, no resizing
@@ -224,8 +224,8 @@ def test_doubling_policy_reaches_greedy_allocation_then_resizes_on_completion(ma
     started = {}
     while sim.now == 0.0:  # decisions at t = 0: both jobs start directly at their targets
         action = int(policy.predict(None, action_masks=env.action_masks())[0])
-        assert 1 <= action <= env.queue_slots * env.num_plans
-        k, plan = divmod(action - 1, env.num_plans)
+        assert env.first_start <= action < env.first_resize
+        k, plan = divmod(action - env.first_start, env.num_plans)
         started[int(env.visible_queue[k])] = int(sim.plan_count[plan])
         env.step(action)
     assert [started[0], started[1]] == expect.tolist() and sum(expect) <= 8

@@ -53,14 +53,16 @@ def _from_scratch(env: FrenzyEnv) -> tuple[dict, np.ndarray]:
 def _reference_masks(env: FrenzyEnv) -> np.ndarray:
     """The mask from the simulator's own start_mask / resize_mask and the documented action layout."""
     sim, q, r, p = env.sim, env.queue_slots, env.running_slots, env.num_plans
-    mask = np.zeros(1 + (q + r) * p, dtype=bool)
+    w = len(env.wait_options)
+    mask = np.zeros(1 + w + (q + r) * p, dtype=bool)
     mask[0] = sim.has_pending_events()
+    mask[1 : 1 + w] = not sim.done  # the timed waits
     queue = np.array(sim.queue[:q], dtype=np.int64)
     running = np.array(list(sim.running)[:r], dtype=np.int64)
     if queue.size:
-        mask[1 : 1 + queue.size * p] = sim.start_mask(queue).ravel()
+        mask[1 + w : 1 + w + queue.size * p] = sim.start_mask(queue).ravel()
     if running.size:
-        mask[1 + q * p : 1 + (q + running.size) * p] = sim.resize_mask(running).ravel()
+        mask[1 + w + q * p : 1 + w + (q + running.size) * p] = sim.resize_mask(running).ravel()
     return mask
 
 
@@ -69,8 +71,10 @@ def _placer_masks(env: FrenzyEnv) -> np.ndarray:
     resize), availability and start-up: no table of the simulator's."""
     sim, q, r, p = env.sim, env.queue_slots, env.running_slots, env.num_plans
     spec = env.cluster
-    mask = np.zeros(1 + (q + r) * p, dtype=bool)
+    w = len(env.wait_options)
+    mask = np.zeros(1 + w + (q + r) * p, dtype=bool)
     mask[0] = sim.has_pending_events()
+    mask[1 : 1 + w] = not sim.done
     strategy = sim.config.placement
 
     def fits(job: int, plan: int, free: np.ndarray) -> bool:
@@ -79,14 +83,14 @@ def _placer_masks(env: FrenzyEnv) -> np.ndarray:
 
     for k, job in enumerate(sim.queue[:q]):
         for plan in range(p):
-            mask[1 + k * p + plan] = sim.pred_ok[job, plan] and not sim.oom_known[job, plan] and fits(
+            mask[1 + w + k * p + plan] = sim.pred_ok[job, plan] and not sim.oom_known[job, plan] and fits(
                 job, plan, sim.state.free)
     for k, job in enumerate(list(sim.running)[:r]):
         run = sim.running[job]
         for plan in range(p):
             ok = sim.pred_ok[job, plan] and not sim.oom_known[job, plan] and plan != run.plan
             ok = ok and run.progress_from <= sim.now and fits(job, plan, sim.state.free + run.counts)
-            mask[1 + (q + k) * p + plan] = ok
+            mask[1 + w + (q + k) * p + plan] = ok
     return mask
 
 

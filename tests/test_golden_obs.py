@@ -28,6 +28,11 @@ JOBS = (  # submit, batch, seq, iterations, requested GPUs
 )
 
 
+def _best(env, job: int) -> float:
+    """Predicted seconds of a job's whole work on its fastest plan (all three plans fit every job)."""
+    return JOBS[job][3] * float(env.unwrapped.sim.iter_time[job].min())
+
+
 def _lt(seconds: float) -> float:
     """The encoding of a time: log1p(seconds) / 16 (float64 before the float32 cast)."""
     return math.log1p(seconds) / 16.0
@@ -95,12 +100,20 @@ def test_every_entry_by_hand(env: FrenzyEnv) -> None:
             "arrived": 2 / 3,
             "next_arrival": _lt(5000.0),
             "busy": 0.0,
+            "next_event": _lt(5000.0),  # the arrival
+            "running_total": 0.0,
+            "running_beyond": 0.0,
+            "queued_work": _lt(_best(env, 0) + _best(env, 1)),
+            "running_work": 0.0,
+            "queued_gpus": 2 / 4,  # each could start on 1 GPU
         },
         rel=1e-6,
     )
     # start job 1 (queue slot 1) on 2 GPUs: it runs, in start-up, and job 0 waits in queue slot 0
-    assert obs["action_mask"][0] == 1 and obs["action_mask"][1 : 1 + 6].all()
-    obs, reward, _, _, info = env.step(1 + 1 * 3 + 1)
+    w0 = env.first_start
+    assert w0 == 4 and obs["action_mask"][:w0].all()  # "wait" and the three timed waits
+    assert obs["action_mask"][w0 : w0 + 6].all()
+    obs, reward, _, _, info = env.step(w0 + 1 * 3 + 1)
     assert reward == 0.0 and info["time"] == 0.0
     queue, running, glob = _blocks(env, obs)
     _check_queued(env, queue[0], qb[0, nf_q:], 0, now=0.0)
@@ -116,18 +129,21 @@ def test_every_entry_by_hand(env: FrenzyEnv) -> None:
     assert obs["gpus"].tolist() == [0.5, 1.0] and obs["nodes"].tolist() == [0.5]
     assert glob == pytest.approx(
         {"queue_length": math.log1p(1) / 10.0, "running": 0.5, "backlog": 0.0, "arrived": 2 / 3,
-         "next_arrival": _lt(5000.0), "busy": 0.5},
+         "next_arrival": _lt(5000.0), "busy": 0.5,
+         "next_event": _lt(STARTUP + times1[1]),  # job 1's finish, before the arrival
+         "running_total": math.log1p(1) / 10.0, "running_beyond": 0.0,
+         "queued_work": _lt(_best(env, 0)), "running_work": _lt(times1[1]), "queued_gpus": 1 / 4},
         rel=1e-6, abs=1e-7,
     )
     mask = obs["action_mask"].astype(bool)
-    assert mask[1:4].tolist() == [True, True, False]  # job 0 on 1 or 2 GPUs (2 are free), not on 4
-    assert not mask[1 + 3 * 3 :].any()  # no resize during start-up
+    assert mask[w0 : w0 + 3].tolist() == [True, True, False]  # job 0 on 1 or 2 GPUs (2 are free), not on 4
+    assert not mask[env.first_resize :].any()  # no resize during start-up
 
     # start job 0 on 1 GPU: nothing but "wait" is legal until job 1 finishes, so time runs to that finish
     finish1 = STARTUP + JOBS[1][3] * sim.iter_time[1, 1]
     finish0 = STARTUP + JOBS[0][3] * sim.iter_time[0, 0]
     assert finish1 < finish0 < 5000.0
-    obs, reward, terminated, _, info = env.step(1 + 0 * 3 + 0)
+    obs, reward, terminated, _, info = env.step(w0 + 0 * 3 + 0)
     assert info["time"] == pytest.approx(finish1) and not terminated
     assert reward == pytest.approx(-2 * finish1 / 3600.0)  # two jobs in the system all along
     queue, running, glob = _blocks(env, obs)
@@ -144,10 +160,12 @@ def test_every_entry_by_hand(env: FrenzyEnv) -> None:
     assert obs["gpus"].tolist() == [0.75, 1.0] and obs["nodes"].tolist() == [0.75]
     assert glob == pytest.approx(
         {"queue_length": 0.0, "running": 0.5, "backlog": 0.0, "arrived": 2 / 3,
-         "next_arrival": _lt(5000.0 - finish1), "busy": 0.25},
-        rel=1e-6, abs=1e-7,
+         "next_arrival": _lt(5000.0 - finish1), "busy": 0.25, "next_event": _lt(finish0 - finish1),
+         "running_total": math.log1p(1) / 10.0, "running_beyond": 0.0, "queued_work": 0.0,
+         "running_work": _lt(rem * sim.iter_time[0, 0]), "queued_gpus": 0.0},
+        rel=1e-5, abs=1e-7,
     )
-    assert obs["action_mask"][1 + 3 * 3 :].astype(bool).tolist()[:3] == [False, True, True]  # resize job 0
+    assert obs["action_mask"][env.first_resize :].astype(bool).tolist()[:3] == [False, True, True]  # resize job 0
 
     # wait: job 0 finishes, the cluster is empty until job 2 arrives at 5,000 s (only "wait" is legal)
     obs, reward, terminated, _, info = env.step(0)
@@ -159,12 +177,13 @@ def test_every_entry_by_hand(env: FrenzyEnv) -> None:
     assert not obs["running"].any() and obs["gpus"].tolist() == [1.0, 1.0]
     assert glob == pytest.approx(
         {"queue_length": math.log1p(1) / 10.0, "running": 0.0, "backlog": 0.0, "arrived": 1.0,
-         "next_arrival": 0.0, "busy": 0.0},
+         "next_arrival": 0.0, "busy": 0.0, "next_event": 0.0, "running_total": 0.0, "running_beyond": 0.0,
+         "queued_work": _lt(_best(env, 2)), "running_work": 0.0, "queued_gpus": 1 / 4},
         rel=1e-6, abs=1e-7,
     )
 
     # job 2 on 4 GPUs; the episode ends when it finishes, and the return is minus the total JCT in hours
-    obs, reward, terminated, _, info = env.step(1 + 0 * 3 + 2)
+    obs, reward, terminated, _, info = env.step(w0 + 0 * 3 + 2)
     finish2 = 5000.0 + STARTUP + JOBS[2][3] * sim.iter_time[2, 2]
     assert terminated and info["time"] == pytest.approx(finish2)
     assert reward == pytest.approx(-(finish2 - 5000.0) / 3600.0)
@@ -185,7 +204,9 @@ def test_waiting_jobs_by_hand(env: FrenzyEnv) -> None:
     assert queue[0]["wait"] == pytest.approx(math.log1p(5000.0) / 16.0) and queue[2]["wait"] == 0.0
     assert glob == pytest.approx(
         {"queue_length": math.log1p(3) / 10.0, "running": 0.0, "backlog": 0.0, "arrived": 1.0,
-         "next_arrival": 0.0, "busy": 0.0},
+         "next_arrival": 0.0, "busy": 0.0, "next_event": 0.0, "running_total": 0.0, "running_beyond": 0.0,
+         "queued_work": _lt(_best(env, 0) + _best(env, 1) + _best(env, 2)), "running_work": 0.0,
+         "queued_gpus": 3 / 4},
         rel=1e-6, abs=1e-7,
     )
     # one queue slot fewer than jobs: the backlog counts the job beyond the window

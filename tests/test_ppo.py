@@ -87,19 +87,20 @@ def test_start_logits_follow_the_slots(env, policy):
         la = policy.mlp_extractor.forward_actor(policy.extract_features(_tensor(obs)))
         lb = policy.mlp_extractor.forward_actor(policy.extract_features(_tensor(_permute_queue(env, obs, perm))))
     assert la.shape == (1, env.action_space.n)
-    start_a = la[0, 1 : 1 + q * p].reshape(q, p)
-    start_b = lb[0, 1 : 1 + q * p].reshape(q, p)
+    s0, r0 = env.first_start, env.first_resize
+    start_a = la[0, s0:r0].reshape(q, p)
+    start_b = lb[0, s0:r0].reshape(q, p)
     th.testing.assert_close(start_a[perm], start_b, rtol=1e-5, atol=1e-5)
-    th.testing.assert_close(la[0, 0], lb[0, 0], rtol=1e-5, atol=1e-5)  # wait
-    th.testing.assert_close(la[0, 1 + q * p :], lb[0, 1 + q * p :], rtol=1e-5, atol=1e-5)  # resizes
+    th.testing.assert_close(la[0, :s0], lb[0, :s0], rtol=1e-5, atol=1e-5)  # the waits
+    th.testing.assert_close(la[0, r0:], lb[0, r0:], rtol=1e-5, atol=1e-5)  # resizes
 
 
 def test_shipped_model_plays_a_legal_episode():
     assert DEFAULT_MODEL_PATH.is_file(), DEFAULT_MODEL_PATH
     assert DEFAULT_MODEL_PATH.stat().st_size < 5_000_000
     cfg = json.loads(DEFAULT_CONFIG_PATH.read_text())["train_config"]
-    assert cfg["cluster"] == "frenzy-testbed" and cfg["queue_slots"] == 32
-    env = gym.make("frenzy/HeteroClusterSmall-v0")
+    assert cfg["cluster"] == "frenzy-testbed" and (cfg["queue_slots"], cfg["running_slots"]) == (64, 64)  # env v1
+    env = gym.make("frenzy/HeteroClusterSmall-v1")
     policy = load_policy(env)
     result = run_episode(env, policy, seed=1000)
     assert result.metrics["invalid_actions"] == 0

@@ -52,15 +52,17 @@ def expected_mask(env: FrenzyEnv) -> np.ndarray:
     """The mask rebuilt from the simulator's masks and the documented action layout."""
     sim = env.sim
     q, r, p = env.queue_slots, env.running_slots, env.num_plans
-    mask = np.zeros(1 + q * p + r * p, dtype=bool)
+    w = len(env.wait_options)
+    mask = np.zeros(1 + w + q * p + r * p, dtype=bool)
     mask[0] = sim.has_pending_events()
+    mask[1 : 1 + w] = not sim.done  # the timed waits
     queue = np.array(sim.queue[:q], dtype=np.int64)
     running = np.array(list(sim.running)[:r], dtype=np.int64)  # start order
     assert (queue == env.visible_queue).all() and (running == env.visible_running).all()
     if queue.size:
-        mask[1 : 1 + queue.size * p] = sim.start_mask(queue).ravel()
+        mask[1 + w : 1 + w + queue.size * p] = sim.start_mask(queue).ravel()
     if running.size:
-        lo = 1 + q * p
+        lo = 1 + w + q * p
         mask[lo : lo + running.size * p] = sim.resize_mask(running).ravel()
     return mask
 
@@ -85,7 +87,8 @@ def play_checked(env: FrenzyEnv, seed: int, actions: list[tuple[str, int]]) -> I
     bound = 20 * env.sim.num_jobs * (env.num_plans + 2) + 50
     for _ in range(bound):
         mask = env.action_masks()
-        if step(0 if mask[0] else int(np.flatnonzero(mask)[0])):
+        moves = np.flatnonzero(mask[env.first_start :])  # a start or resize when "wait" is not legal
+        if step(0 if mask[0] else env.first_start + int(moves[0]) if moves.size else 1):
             return checker
     raise AssertionError(f"episode did not end within {bound} draining steps")
 

@@ -114,8 +114,8 @@ class TrainConfig:
     checkpoint_freq: int = 50_000
     out_dir: str = "runs/ppo"
     threads: int = 1
-    queue_slots: int = 32
-    running_slots: int = 16
+    queue_slots: int = 64
+    running_slots: int = 64
     progress: bool = True
     verbose: int = 0
     ppo: PPOConfig = field(default_factory=PPOConfig)

@@ -7,7 +7,7 @@ predicted run time on each of the P plan slots. The policy treats the slots as *
    weights for every slot, so the embeddings are permutation-equivariant); masked mean and max pooling over
    the present slots plus the GPU, node and global features give a context vector that does not depend on
    slot order.
-2. :class:`SlotPlanHead`: a logit for every action in the env's own layout ``1 + Q*P + R*P``: "wait" from
+2. :class:`SlotPlanHead`: a logit for every action in the env's own layout ``1 + W + Q*P + R*P``: the waits from
    the context; "start queue slot k on plan p" from a small MLP over (slot embedding k, a learned embedding
    of plan p, pair features: predicted time of k on p, availability, time above the job's best plan, free
    share of p's GPU type, p's GPU count, and the context); resize logits likewise from the running slots.
@@ -63,6 +63,7 @@ class SlotSetExtractor(BaseFeaturesExtractor):
     queue_slots, running_slots : Q and R of the env.
     plan_type : (P,) GPU-type index of each plan slot (``sim.plan_type``).
     plan_count : (P,) GPU count of each plan slot (``sim.plan_count``).
+    num_waits : the env's timed waits (``len(env.wait_options)``; their logits come from the context).
     embed_dim : slot embedding width d.
     context_dim : width of the pooled context vector.
 
@@ -78,10 +79,12 @@ class SlotSetExtractor(BaseFeaturesExtractor):
         running_slots: int,
         plan_type: list[int],
         plan_count: list[int],
+        num_waits: int = 0,
         embed_dim: int = 64,
         context_dim: int = 128,
     ) -> None:
         q, r, p = int(queue_slots), int(running_slots), len(plan_type)
+        self.num_waits = int(num_waits)
         qf = observation_space["queue"].shape[0] // q
         rf = observation_space["running"].shape[0] // r
         if qf * q != observation_space["queue"].shape[0] or qf <= p:
@@ -218,7 +221,8 @@ class _PairScorer(nn.Module):
 class SlotPlanHead(nn.Module):
     """Actor logits in the env's action layout and the critic latent (the "mlp_extractor" of SB3).
 
-    ``forward_actor(features)`` -> (B, 1 + Q*P + R*P) logits; ``forward_critic(features)`` -> (B, H).
+    ``forward_actor(features)`` -> (B, 1 + W + Q*P + R*P) logits ("wait" and the W timed waits from the
+    context, then the starts and resizes); ``forward_critic(features)`` -> (B, H).
     """
 
     def __init__(
@@ -230,9 +234,9 @@ class SlotPlanHead(nn.Module):
         c, d, p = extractor.c, extractor.d, extractor.p
         self.queue_scorer = _PairScorer(d, c, p, plan_dim, pair_hidden)
         self.running_scorer = _PairScorer(d, c, p, plan_dim, pair_hidden)
-        self.wait = nn.Linear(c, 1)
+        self.wait = nn.Linear(c, 1 + extractor.num_waits)
         self.value = _mlp([c, value_hidden, value_hidden])
-        self.latent_dim_pi = 1 + extractor.q * p + extractor.r * p
+        self.latent_dim_pi = 1 + extractor.num_waits + extractor.q * p + extractor.r * p
         self.latent_dim_vf = value_hidden
 
     @staticmethod
@@ -331,6 +335,7 @@ def policy_kwargs_for(env: Any, ppo: PPOConfig) -> dict[str, Any]:
             "running_slots": base.running_slots,
             "plan_type": [int(x) for x in base.view.plan_type],
             "plan_count": [int(x) for x in base.view.plan_count],
+            "num_waits": len(base.wait_options),
             "embed_dim": ppo.embed_dim,
             "context_dim": ppo.context_dim,
         },

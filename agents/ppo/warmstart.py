@@ -34,7 +34,7 @@ class SrptTeacher:
         p = sim.num_plans
         if len(qv) == 0:
             return 0
-        legal = mask[1 : 1 + len(qv) * p].reshape(len(qv), p)  # (k, P)
+        legal = env.start_rows(mask)  # (k, P)
         if not legal.any():
             return 0
         rem = np.maximum(sim.work_estimate[qv] - sim.done_iters[qv], 0.0)
@@ -47,7 +47,7 @@ class SrptTeacher:
             ok = legal[k] & (sim.plan_count <= want)
             if not ok.any():
                 ok = legal[k]
-            return 1 + int(k) * p + int(np.argmin(np.where(ok, times[k], np.inf)))
+            return env.first_start + int(k) * p + int(np.argmin(np.where(ok, times[k], np.inf)))
         return 0
 
 

@@ -250,8 +250,8 @@ def bench_steps(cfg: BenchConfig, res: Results, log: Callable[[str], None]) -> N
                 env.reset()
         return n / (time.perf_counter() - t0), n / max(time.process_time() - c0, 1e-9)
 
-    envs = {"default (HeteroCluster-v0)": gym.make("frenzy/HeteroCluster-v0"),
-            "large-1024 (Large1024-v0)": gym.make("frenzy/Large1024-v0")}
+    envs = {"default (HeteroCluster-v1)": gym.make("frenzy/HeteroCluster-v1"),
+            "large-1024 (Large1024-v1)": gym.make("frenzy/Large1024-v1")}
     state = {}
     for name, env in envs.items():
         obs, _ = env.reset(seed=0)
@@ -366,7 +366,7 @@ def _latency_env(num_gpus: int, queue: int, seed: int = 0) -> Any:
             mask = env.action_masks()
             qv = env.visible_queue
             nq = int((qv < len(fillers)).sum())  # filler rows come first
-            legal = mask[1 : 1 + nq * p].reshape(nq, p)
+            legal = env.start_rows(mask)[:nq]
             rows = np.flatnonzero(legal.any(axis=1))
             if rows.size == 0:
                 break
@@ -374,7 +374,7 @@ def _latency_env(num_gpus: int, queue: int, seed: int = 0) -> Any:
             plans = np.flatnonzero(legal[k])
             small = plans[sim.plan_count[plans] <= 8]
             plan = int(small[np.argmax(sim.plan_count[small])]) if small.size else int(plans[0])
-            obs, *_ = env.step(1 + k * p + plan)
+            obs, *_ = env.step(env.first_start + k * p + plan)
             started += 1
         return env, obs, started
 

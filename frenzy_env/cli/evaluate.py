@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
     from baselines import POLICIES, make_policy
     from frenzy_env.cluster import ClusterSpec
     from frenzy_env.env import FrenzyEnv
-    from frenzy_env.evaluation import summarise, summary_markdown
+    from frenzy_env.evaluation import summarise, summary_markdown, wide_window
 
     if args.backend != "ray":
         for flag in ("address", "num_cpus"):
@@ -191,8 +191,8 @@ def run(args: argparse.Namespace) -> int:
         )
     workloads, factory = _workload_factory(args, cluster)
 
-    def make_env(workload: str) -> FrenzyEnv:
-        return FrenzyEnv(cluster=cluster, workload=factory(workload), predictor=args.predictor)
+    def make_env(workload: str, **overrides: Any) -> FrenzyEnv:
+        return FrenzyEnv(cluster=cluster, workload=factory(workload), predictor=args.predictor, **overrides)
 
     rllib_checkpoint: Path | None = None
     if "rllib" in names:
@@ -231,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
                 return load_rllib_policy(env, path)
 
             return load_rllib
-        return lambda env: make_policy(name, env)
+        return wide_window(lambda env: make_policy(name, env))  # scripted: every job within reach
 
     policies = {name: policy_factory(name) for name in names}
     seeds = range(args.seed_start, args.seed_start + args.seeds)

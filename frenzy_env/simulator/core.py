@@ -32,7 +32,10 @@ from frenzy_env.simulator.state import _SimState
 from frenzy_env.throughput import iteration_time
 from frenzy_env.workload import Workload
 
-_FINISH, _OOM = 0, 1  # event kinds; at equal times finishes are processed before OOM failures
+# event kinds, processed in this order at equal times: finishes, OOM failures, then wake-ups
+_FINISH, _OOM, _WAKE = 0, 1, 2
+MIN_WAKEUP_INTERVAL = 1.0  # seconds: a wake-up is never sooner than this after the time it was asked at
+MAX_WAKEUPS_PER_INSTANT = 16  # wake-ups accepted at one simulated instant; later requests are refused
 
 
 @dataclass(slots=True)
@@ -102,6 +105,9 @@ class ClusterSimulator(_MaskLayer):
         self.running: dict[int, _Running] = {}  # insertion order = start order
         self._events: list[tuple[float, int, int, int, int]] = []  # (time, kind, seq, job, version)
         self._seq = 0
+        self._wake_times: set[float] = set()  # times of the pending wake-ups (one event per time)
+        self._wake_asked = (math.nan, 0)  # (instant, wake-ups accepted at it): the per-instant cap
+        self.woke = False  # the last move of time reached a wake-up
         self._next_arrival = 0
         self.finished = 0
         self.rejected = 0
@@ -158,14 +164,46 @@ class ClusterSimulator(_MaskLayer):
         return len(self.queue) + len(self.running)
 
     def next_event_time(self) -> float:
-        """Time of the next finish, OOM or arrival (inf when none is pending)."""
+        """Time of the next finish, OOM, wake-up or arrival (inf when none is pending)."""
         t = self._events[0][0] if self._events else math.inf
         if self._next_arrival < self.num_jobs:
             t = min(t, float(self.submit[self._next_arrival]))
         return t
 
     def has_pending_events(self) -> bool:
+        """Something will happen: a finish, an OOM failure, a wake-up or an arrival is pending."""
         return bool(self._events) or self._next_arrival < self.num_jobs
+
+    @property
+    def pending_wakeups(self) -> tuple[float, ...]:
+        """Times of the wake-ups not yet reached, ascending."""
+        return tuple(sorted(self._wake_times))
+
+    def request_wakeup(self, t: float) -> float | None:
+        """Ask for a no-op event at time ``t``: :meth:`advance` stops there, so a policy is consulted again.
+
+        A wake-up is ordered after the finishes and OOM failures of the same instant. It is never sooner than
+        :data:`MIN_WAKEUP_INTERVAL` after now (an earlier ``t`` is moved there), so a policy that asks again
+        at every wake-up still moves time forward; a wake-up at an already pending time is the same event,
+        and at most :data:`MAX_WAKEUPS_PER_INSTANT` are accepted at one simulated instant. Returns the time
+        of the wake-up, or None when it was refused (the cap, or the episode is over). ``t`` must be a finite
+        number (``ValueError`` otherwise). Wake-ups are cleared by :meth:`reset_state`.
+        """
+        if not (isinstance(t, (int, float, np.integer, np.floating)) and math.isfinite(t)):
+            raise ValueError(f"request_wakeup: t must be a finite number of seconds, got {t!r}")
+        if self.done:
+            return None
+        instant, count = self._wake_asked
+        if instant != self.now:
+            count = 0
+        if count >= MAX_WAKEUPS_PER_INSTANT:
+            return None
+        self._wake_asked = (self.now, count + 1)
+        t = max(float(t), self.now + MIN_WAKEUP_INTERVAL)
+        if t not in self._wake_times:
+            self._wake_times.add(t)
+            self._push(t, _WAKE, -1, -1)
+        return t
 
     def available_plans(self, jobs: np.ndarray) -> np.ndarray:
         """(len(jobs), P) bool: plans the predictor allows and that have not crashed for the job."""
@@ -256,11 +294,28 @@ class ClusterSimulator(_MaskLayer):
         t = self.next_event_time()
         if t == math.inf:
             return 0.0
+        return self._move_to(t)
+
+    def advance_to(self, t: float) -> float:
+        """Move to time ``t``, no later than the next event (``ValueError`` otherwise, or for a ``t`` before
+        now), and process every event due then; returns the time elapsed. A timed wait of the environment."""
+        if not (self.now <= t <= self.next_event_time()):
+            raise ValueError(
+                f"advance_to({t!r}): must lie between now ({self.now}) and the next event ({self.next_event_time()})"
+            )
+        return self._move_to(float(t))
+
+    def _move_to(self, t: float) -> float:
         dt = t - self.now
         self.now = t
+        self.woke = False
         events = self._events
         while events and events[0][0] <= t:
-            _, kind, _, job, version = heapq.heappop(events)
+            te, kind, _, job, version = heapq.heappop(events)
+            if kind == _WAKE:
+                self._wake_times.discard(te)
+                self.woke = True
+                continue
             run = self.running.get(job)
             if run is None or run.version != version:
                 continue  # stale: the job was resized or preempted since
