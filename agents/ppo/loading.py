@@ -57,7 +57,7 @@ class PPOPolicy:
         self.model = model
         self.env = env.unwrapped if env is not None else None
         self.path = path
-        flat = not isinstance(model.observation_space, spaces.Dict)
+        flat = isinstance(getattr(model, "observation_space", None), spaces.Box)
         #: the Dict space observations are flattened from (None: the model takes them as they are)
         self.flatten_from = self.env.observation_space if flat and self.env is not None else None
         self._flat = flat
@@ -117,7 +117,7 @@ def load_policy(env: Any = None, path: str | os.PathLike | None = None) -> PPOPo
     if env is not None:
         base = env.unwrapped
         if model.action_space.n != base.action_space.n or _shapes(model.observation_space) != _shapes(
-            base.observation_space, flat=not isinstance(model.observation_space, spaces.Dict)
+            base.observation_space, flat=isinstance(model.observation_space, spaces.Box)
         ):
             raise ConfigError(
                 f"model {str(p)!r} was trained for action space {model.action_space} and observation shapes "

@@ -101,7 +101,7 @@ def resolve(
             from frenzy_env.errors import unknown_name
 
             error = unknown_name("policy (--policies)", name, [*POLICIES, *MODEL_POLICIES, *named])
-            raise FrenzyError(f"{error}; or MODULE:ATTR (your own policy), or a model given as --model NAME=PATH")
+            raise type(error)(f"{error}; or MODULE:ATTR (your own policy), or a model given as --model NAME=PATH")
     return specs
 
 
@@ -115,8 +115,13 @@ def check(specs: list[PolicySpec], env: Any) -> None:
         for spec in models:  # the cheap checks of every model file first
             if spec.name != "rllib":
                 check_model_path(spec.source)
-        for spec in models:  # (an RLlib checkpoint: a missing path, no Ray, one of another cluster)
-            spec.factory(env)
+        for spec in models:  # loaded (an RLlib checkpoint: a missing path, no Ray, one of another cluster)
+            if spec.name == "rllib":
+                from agents.rllib import load_rllib_policy
+
+                load_rllib_policy(env, spec.source)  # (errors name the path as given)
+            else:
+                spec.factory(env)
     except ConfigError as exc:
         raise ConfigError(f"policy {spec.name!r}: {exc}") from None
     for spec in specs:
