@@ -2,7 +2,7 @@
 
 Registered names: ``frenzy`` (:mod:`baselines.frenzy`), ``asrpt`` (:mod:`baselines.asrpt`), ``doubling``
 (:mod:`baselines.doubling`), ``sia`` (:mod:`baselines.sia`), ``fifo``, ``sjf`` (oracle) and ``random``
-(:mod:`baselines.simple`).
+(:mod:`baselines.simple`). :func:`register_policy` adds a policy of your own under a name of its own.
 """
 
 from __future__ import annotations
@@ -30,7 +30,28 @@ POLICIES: dict[str, Callable[..., ScriptedPolicy]] = {
 
 
 def register_policy(name: str, factory: Callable[..., ScriptedPolicy]) -> None:
-    """Add a policy to the registry."""
+    """Add a policy to the registry under ``name`` (a name already registered is replaced).
+
+    ``factory(env, **kwargs)`` builds the policy bound to ``env``: any object with stable-baselines3's
+    ``predict(observation, state=None, episode_start=None, deterministic=True, action_masks=None)`` and a
+    ``reset()`` called at the start of each episode (a :class:`~frenzy_env.policy.Policy`), usually a
+    :class:`ScriptedPolicy` subclass implementing ``act(mask) -> action``. From then on, in this process,
+    ``make_policy(name, env)`` builds it and ``frenzy_env.evaluation.evaluate`` and ``frenzy evaluate
+    --policies NAME`` (called through :func:`frenzy_env.cli.main`) run it beside the built-in ones::
+
+        class Widest(ScriptedPolicy):
+            def act(self, mask):
+                return int(np.flatnonzero(mask)[-1])
+
+        register_policy("widest", Widest)
+        policy = make_policy("widest", env)
+
+    The ``frenzy`` command in a shell needs no registration: ``frenzy evaluate --policies mymod:Widest``
+    imports ``mymod`` (from the current directory or the installed packages) and calls ``Widest(env)``.
+    ``name`` must not contain ``:`` (that form names MODULE:ATTR) and must not be ``ppo`` or ``rllib``.
+    """
+    if not name or ":" in name or name in ("ppo", "rllib"):
+        raise ConfigError(f"cannot register a policy as {name!r}: names are non-empty, without ':', not ppo/rllib")
     POLICIES[name] = factory
 
 

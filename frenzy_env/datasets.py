@@ -33,7 +33,6 @@ import http.client
 import json
 import os
 import re
-import sys
 import tarfile
 import urllib.error
 import urllib.parse
@@ -440,16 +439,16 @@ def _transfer(url: str, part: Path, offset: int, digest, total: int, progress: b
         if offset and not resumed:  # the server ignored Range (200, or file://): restart from scratch
             offset = 0
             digest = hashlib.sha256()
-        from tqdm import tqdm
+        from frenzy_env.progress import progress_bar
 
-        bar = tqdm(
-            total=total,
+        bar = progress_bar(
+            total,
+            show=progress,
             initial=offset,
             unit="B",
             unit_scale=True,
             unit_divisor=1024,
             desc=label,
-            disable=not (progress and _stderr_is_tty()),
             leave=False,
         )
         try:
@@ -492,13 +491,6 @@ def _network_error(url: str, reason: str) -> DownloadError:
     return DownloadError(
         f"cannot download {url}: {reason} (check the network, or use a mirror: --mirror URL or ${MIRROR_ENV})"
     )
-
-
-def _stderr_is_tty() -> bool:
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 # ------------------------------------------------------------------------------------------ extraction

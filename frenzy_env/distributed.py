@@ -111,7 +111,7 @@ def evaluate_ray(
     in that order. A progress bar counts finished tasks.
     """
     ray = import_ray()
-    from tqdm.auto import tqdm
+    from frenzy_env.progress import progress_bar
 
     if not ray.is_initialized():
         raise ConfigError("Ray is not initialised: call frenzy_env.distributed.connect() first")
@@ -131,7 +131,7 @@ def evaluate_ray(
     pending = {submit(k): (k, 0) for k in keys}
     done: dict[tuple[str, str, int], tuple[pd.DataFrame, dict]] = {}
     failures: list[TaskFailure] = []
-    bar = tqdm(total=len(keys), desc="episodes (ray)", disable=not progress, unit="ep")
+    bar = progress_bar(len(keys), show=progress, desc="episodes (ray)", unit="ep")
     t0 = time.perf_counter()
     while pending:
         ready, _ = ray.wait(list(pending), num_returns=1)

@@ -226,13 +226,13 @@ def evaluate(
     ``(jobs, episodes)`` DataFrames; ``on_episode(jobs, episodes)`` is called after each episode (the CLI
     uses it to write partial results, so nothing computed is lost if a later episode fails).
     """
-    from tqdm.auto import tqdm
+    from frenzy_env.progress import progress_bar
 
     workloads, seeds = list(workloads), list(seeds)
     total = len(workloads) * len(policies) * len(seeds)
     job_frames: list[pd.DataFrame] = []
     episode_rows: list[dict] = []
-    bar = tqdm(total=total, desc="episodes", disable=not progress, unit="ep")
+    bar = progress_bar(total, show=progress, desc="episodes", unit="ep")
     for workload in workloads:
         envs: dict = {}
         for name, factory in policies.items():

@@ -2,10 +2,12 @@
 
 A masked environment step is a few dozen small array operations; in numpy each costs a microsecond of call
 overhead whatever its size. The functions here do the same work as the numpy code they replace in one
-compiled loop each. numba compiles a kernel on its first use and caches the machine code beside this file
-(or, where that folder is read-only, in the user's cache): compiling all three takes about a second once
-per machine, loading them about 0.4 s per process (most of it importing numba), plus about 135 MiB of
-resident memory for numba's compiler.
+compiled loop each. numba compiles a kernel on its first use and caches the machine code in a user cache
+folder, never in the package's source tree (:func:`cache_dir`: ``$NUMBA_CACHE_DIR``, else
+``frenzy-env/numba`` in the platform's user cache; where that folder cannot be written the kernels are
+compiled in every process instead): compiling all three takes about a second once per machine, loading them
+about 0.4 s per process (most of it importing numba), plus about 135 MiB of resident memory for numba's
+compiler.
 
 The numpy code stays, as the reference and the fallback: it runs when numba cannot be imported, or when the
 environment variable ``FRENZY_ENV_JIT=0`` is set (read once, at the first call of :func:`enabled`). Both
@@ -17,6 +19,9 @@ from __future__ import annotations
 
 import math
 import os
+import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -58,15 +63,54 @@ def get(name: str) -> Any:
     if kernel is None and enabled():
         kernel = _COMPILED.get(name)
         if kernel is None:
-            from numba import njit
-
-            try:
-                kernel = njit(cache=True, nogil=True)(_SOURCES[name])
-            except RuntimeError:  # numba found no writable cache folder: compile in every process instead
-                kernel = njit(nogil=True)(_SOURCES[name])
-            _COMPILED[name] = kernel
+            kernel = _COMPILED[name] = _compile(_SOURCES[name])
         _ACTIVE[name] = kernel
     return kernel
+
+
+def cache_dir() -> Path:
+    """The folder numba caches the kernels in: ``$NUMBA_CACHE_DIR`` when set (numba's own variable), else
+    ``frenzy-env/numba`` in the user's cache (``$XDG_CACHE_HOME`` or ``~/.cache``; ``~/Library/Caches`` on
+    macOS, ``%LOCALAPPDATA%`` on Windows). Never a folder of the package itself."""
+    value = os.environ.get("NUMBA_CACHE_DIR", "").strip()
+    if value:
+        return Path(value).expanduser()
+    if sys.platform == "win32":
+        root = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        root = Path.home() / "Library" / "Caches"
+    else:
+        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return root / "frenzy-env" / "numba"
+
+
+def _writable(folder: Path) -> bool:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError:
+        return False
+    return True
+
+
+def _compile(func: Any) -> Any:
+    """``func`` compiled by numba, cached in :func:`cache_dir` when that folder can be written, else uncached.
+
+    numba picks a kernel's cache folder once, when it is decorated: ``numba.config.CACHE_DIR`` is set to ours
+    for that moment only (with it unset, or unwritable, numba would write beside this file)."""
+    from numba import config, njit
+
+    folder = cache_dir()
+    if _writable(folder):
+        saved = config.CACHE_DIR
+        config.CACHE_DIR = str(folder)
+        try:
+            return njit(cache=True, nogil=True)(func)
+        except RuntimeError:  # numba found no usable cache locator after all
+            pass
+        finally:
+            config.CACHE_DIR = saved
+    return njit(nogil=True)(func)
 
 
 # The kernels' Python sources: numba compiles them (run as plain Python they give the same results, slowly).

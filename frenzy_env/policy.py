@@ -31,7 +31,8 @@ class Policy(Protocol):
     legal actions now; a policy bound to an env reads them from it when None. ``reset()`` is called after
     each ``env.reset()`` and before the episode's first ``predict``: per-episode state starts there.
     Implemented by the scripted baselines (``baselines.ScriptedPolicy``), ``agents.ppo.PPOPolicy`` and
-    ``agents.rllib.RLlibPolicy``; a bare stable-baselines3 model has no ``reset`` (wrap it in ``PPOPolicy``).
+    ``agents.rllib.RLlibPolicy``; a bare stable-baselines3 model has no ``reset`` (wrap it in ``PPOPolicy``, or
+    in :func:`as_policy`).
     """
 
     def predict(
@@ -44,6 +45,29 @@ class Policy(Protocol):
     ) -> tuple[np.ndarray, Any]: ...
 
     def reset(self) -> None: ...
+
+
+class _WithReset:
+    """A policy with only ``predict`` made a :class:`Policy`: ``reset()`` does nothing, ``predict`` is its own."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.predict = inner.predict
+
+    def reset(self) -> None:
+        """Nothing to reset: the wrapped object has no ``reset``."""
+
+
+def as_policy(obj: Any) -> Policy:
+    """``obj`` as a :class:`Policy`: itself when it has ``predict`` and ``reset``, wrapped with a ``reset`` that
+    does nothing when it has ``predict`` only (a bare stable-baselines3 model, say); a :class:`TypeError`
+    naming its type when it has no ``predict``."""
+    if not callable(getattr(obj, "predict", None)):
+        raise TypeError(
+            f"{type(obj).__name__} has no predict(observation, state=None, episode_start=None, "
+            "deterministic=True, action_masks=None) method"
+        )
+    return obj if callable(getattr(obj, "reset", None)) else _WithReset(obj)
 
 
 class RunningJob(Protocol):
@@ -227,4 +251,4 @@ class SimView:
         return self._sim.state.free_by_type()
 
 
-__all__ = ["DONE", "FUTURE", "QUEUED", "REJECTED", "RUNNING", "Policy", "RunningJob", "SimView"]
+__all__ = ["DONE", "FUTURE", "QUEUED", "REJECTED", "RUNNING", "Policy", "RunningJob", "SimView", "as_policy"]

@@ -7,6 +7,7 @@ import math
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -191,9 +192,11 @@ def test_kernel_functions_refuse_to_run_when_the_kernels_are_off(restore_jit):
         kernels.free_fractions(*[np.zeros(1)] * 8)
 
 
-def test_without_a_writable_cache_folder_the_kernels_compile_uncached(restore_jit, monkeypatch):
+def test_without_a_writable_cache_folder_the_kernels_compile_uncached(restore_jit, monkeypatch, tmp_path):
     """numba refuses ``cache=True`` (RuntimeError) where no cache folder is writable: compile without it."""
     import numba
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
 
     real, calls = numba.njit, []
 
@@ -212,6 +215,32 @@ def test_without_a_writable_cache_folder_the_kernels_compile_uncached(restore_ji
                            np.array([0, 0.5, 1], np.float32), np.array([0]), np.array([2]), out_n)
     assert out_t.tolist() == [1.0] and out_n.tolist() == [1.0]
     assert calls == [True, False]  # asked for the cache, then compiled without it
+
+
+def test_the_kernels_are_cached_in_the_user_cache_never_in_the_package(monkeypatch, tmp_path):
+    package = Path(kernels.__file__).resolve().parent
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    assert not kernels.cache_dir().resolve().is_relative_to(package.parent)  # not in the source tree
+    assert kernels.cache_dir().parts[-2:] == ("frenzy-env", "numba")
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    assert kernels.cache_dir() == tmp_path
+    before = {p.name for p in (package / "__pycache__").glob("*")} if (package / "__pycache__").is_dir() else set()
+    kernel = kernels._compile(kernels._SOURCES["free_fractions"])
+    out_t, out_n = np.zeros(1, np.float32), np.zeros(1, np.float32)
+    kernel(np.array([0, 1], np.float32), np.array([0]), np.array([1]), out_t,
+           np.array([0, 0.5, 1], np.float32), np.array([0]), np.array([2]), out_n)
+    assert Path(kernel._cache._cache_path).is_relative_to(tmp_path)
+    assert any(tmp_path.rglob("*.nbi"))  # the index numba wrote
+    after = {p.name for p in (package / "__pycache__").glob("*")} if (package / "__pycache__").is_dir() else set()
+    assert not [name for name in after - before if name.endswith((".nbi", ".nbc"))]
+
+
+def test_an_unwritable_cache_folder_means_no_cache_not_the_source_tree(monkeypatch, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(blocker / "numba"))  # cannot be created
+    kernel = kernels._compile(kernels._SOURCES["free_fractions"])
+    assert type(kernel._cache).__name__ == "NullCache"  # compiled uncached (numba would pick the package folder)
 
 
 def _enabled_in_subprocess(env_value: str | None, block_numba: bool = False) -> str:

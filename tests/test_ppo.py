@@ -194,3 +194,29 @@ def test_load_policy_checks_the_observation_version(tmp_path) -> None:
         load_policy(None, model)
     (tmp_path / "run" / "config.json").write_text(json.dumps({"seed": 0}))  # saved before versioning: 1
     assert recorded_obs_version(model)[0] == 1
+
+
+def test_a_model_trained_on_flattened_observations_loads_and_plays(tmp_path):
+    """A MaskablePPO MlpPolicy trained behind gymnasium's FlattenObservation: load_policy flattens the env's
+    Dict observations for it (and refuses an env whose flattened size differs)."""
+    from gymnasium.wrappers import FlattenObservation
+    from sb3_contrib import MaskablePPO
+
+    train_env = FlattenObservation(gym.make("frenzy/HeteroClusterSmall-v0"))
+    model = MaskablePPO("MlpPolicy", train_env, n_steps=32, batch_size=32, n_epochs=1, seed=0, device="cpu")
+    model.learn(32)
+    path = tmp_path / "flat.zip"
+    model.save(path)
+
+    env = gym.make("frenzy/HeteroClusterSmall-v0")
+    policy = load_policy(env, path)
+    result = run_episode(env, policy, seed=0, max_steps=40)
+    assert result.metrics["decisions"] == 40
+    obs, _ = env.reset(seed=1)
+    flat, _ = train_env.reset(seed=1)
+    mask = env.unwrapped.action_masks()
+    assert policy.predict(obs, action_masks=mask)[0] == policy.predict(flat, action_masks=mask)[0]
+    with pytest.raises(ConfigError, match=r"observation shapes \(2093,\)"):
+        load_policy(FrenzyEnv(workload="synthetic-small", queue_slots=8), path)
+    with pytest.raises(ConfigError, match="load it with its env"):
+        load_policy(None, path).predict(obs)

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch as th
+from gymnasium import spaces
 
 from frenzy_env.errors import ConfigError
 from frenzy_env.observation import OBS_VERSION
@@ -42,7 +44,10 @@ class PPOPolicy:
     """A loaded MaskablePPO model with the stable-baselines3 ``predict`` signature, bound to an env.
 
     ``predict(obs, state=None, episode_start=None, deterministic=True, action_masks=None)``: when
-    ``action_masks`` is None the bound env's ``action_masks()`` is used.
+    ``action_masks`` is None the bound env's ``action_masks()`` is used. A model with a flat ``Box``
+    observation space (trained behind gymnasium's ``FlattenObservation``) is given the env's ``Dict``
+    observations flattened (``gymnasium.spaces.flatten`` with the bound env's space, as the wrapper does);
+    observations that are arrays already are passed as they are.
     """
 
     name = "ppo"
@@ -52,6 +57,10 @@ class PPOPolicy:
         self.model = model
         self.env = env.unwrapped if env is not None else None
         self.path = path
+        flat = isinstance(getattr(model, "observation_space", None), spaces.Box)
+        #: the Dict space observations are flattened from (None: the model takes them as they are)
+        self.flatten_from = self.env.observation_space if flat and self.env is not None else None
+        self._flat = flat
 
     def reset(self) -> None:
         """Nothing to reset (the policy is memoryless)."""
@@ -66,6 +75,13 @@ class PPOPolicy:
     ) -> tuple[np.ndarray, Any]:
         if action_masks is None and self.env is not None:
             action_masks = self.env.action_masks()
+        if self._flat and isinstance(observation, Mapping):
+            if self.flatten_from is None:
+                raise ConfigError(
+                    "this model takes flat observations (trained with FlattenObservation): load it with its env, "
+                    "load_policy(env, path), to have Dict observations flattened"
+                )
+            observation = spaces.flatten(self.flatten_from, observation)
         return self.model.predict(
             observation,
             state=state,
@@ -81,7 +97,9 @@ def load_policy(env: Any = None, path: str | os.PathLike | None = None) -> PPOPo
     Security: the file is unpickled (stable-baselines3 stores objects with cloudpickle), which can run
     arbitrary code: load only files you trust. ``path`` must be an existing regular file (a directory, a
     missing path or a non-file raises :class:`~frenzy_env.errors.ConfigError` naming it); exactly that file
-    is read. If ``env`` is given, its observation and action spaces must match the model's.
+    is read. If ``env`` is given, its observation and action spaces must match the model's; a model trained
+    behind gymnasium's ``FlattenObservation`` (a flat ``Box`` observation space of the env's flattened size)
+    fits too, and the policy flattens the env's ``Dict`` observations for it.
     Sets ``torch.set_num_threads(1)``: the policy sees one observation at a time, where more threads are
     slower.
     """
@@ -98,16 +116,26 @@ def load_policy(env: Any = None, path: str | os.PathLike | None = None) -> PPOPo
     _check_obs_version(p)
     if env is not None:
         base = env.unwrapped
-        if model.action_space.n != base.action_space.n or any(
-            model.observation_space[k].shape != base.observation_space[k].shape for k in base.observation_space.spaces
+        if model.action_space.n != base.action_space.n or _shapes(model.observation_space) != _shapes(
+            base.observation_space, flat=isinstance(model.observation_space, spaces.Box)
         ):
             raise ConfigError(
                 f"model {str(p)!r} was trained for action space {model.action_space} and observation shapes "
-                f"{ {k: s.shape for k, s in model.observation_space.spaces.items()} }; this env has "
-                f"{base.action_space} (cluster {base.cluster.name!r}, queue_slots={base.queue_slots}, "
+                f"{_shapes(model.observation_space)}; this env has {base.action_space} and "
+                f"{_shapes(base.observation_space)} (cluster {base.cluster.name!r}, queue_slots={base.queue_slots}, "
                 f"running_slots={base.running_slots})"
             )
     return PPOPolicy(model, env, p)
+
+
+def _shapes(space: spaces.Space, flat: bool = False) -> Any:
+    """The shapes of a Dict space's parts (a dict), or one shape: a Box's, or with ``flat`` the flattened
+    space's (as ``FlattenObservation`` makes it)."""
+    if flat:
+        return (spaces.flatdim(space),)
+    if isinstance(space, spaces.Dict):
+        return {k: s.shape for k, s in space.spaces.items()}
+    return space.shape
 
 
 def recorded_obs_version(path: Path) -> tuple[int, Path] | None:

@@ -48,9 +48,9 @@ def _callbacks(cfg: TrainConfig, out: Path, eval_env: Any) -> list[Any]:
             self.last_jct = math.nan
 
         def _on_training_start(self) -> None:
-            from tqdm.auto import tqdm
+            from frenzy_env.progress import progress_bar
 
-            self.bar = tqdm(total=self.total, disable=not self.show, unit="step", desc="train")
+            self.bar = progress_bar(self.total, show=self.show, unit="step", desc="train")
 
         def _on_step(self) -> bool:
             for info in self.locals.get("infos", ()):

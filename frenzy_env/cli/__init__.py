@@ -9,7 +9,9 @@ a command runs, and a missing one is reported then. Errors are printed as one li
 from __future__ import annotations
 
 import argparse
+import sys
 
+from frenzy_env import __version__
 from frenzy_env.cli import benchmark, data, evaluate, memory, plan, reproduce, train
 from frenzy_env.cli.common import run_command
 
@@ -21,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="frenzy", description="frenzy-env: GPU-cluster scheduling for LLM training, as a Gymnasium env."
     )
+    parser.add_argument("-V", "--version", action="version", version=f"frenzy-env {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for command in COMMANDS:
@@ -31,5 +34,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` (default: the command line), run the subcommand and return its exit code."""
     args = build_parser().parse_args(argv)
+    args.command_line = ["frenzy", *(sys.argv[1:] if argv is None else argv)]  # (recorded by evaluate --out)
     return run_command(args.func, args)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -63,6 +64,17 @@ def csv_list(text: str) -> list[str]:
     if not items:
         raise argparse.ArgumentTypeError(f"expected a comma-separated list, got {text!r}")
     return items
+
+
+def plain_text(rst: str) -> str:
+    """A reStructuredText docstring as plain text for ``--help``: roles (``:mod:`x```, ``:class:`~a.B```) and
+    double backticks dropped, a literal block's ``::`` made ``:``; the line layout is kept (use
+    ``argparse.RawDescriptionHelpFormatter``)."""
+    text = re.sub(r":[a-z]+:`(~?)([^`]+)`", lambda m: m.group(2).rsplit(".", 1)[-1] if m.group(1) else m.group(2), rst)
+    text = text.replace("``", "")
+    text = re.sub(r"^[ \t]*::[ \t]*\n([ \t]*\n)?", "", text, flags=re.MULTILINE)  # a marker on a line of its own
+    text = re.sub(r"[ \t]*::$", ":", text, flags=re.MULTILINE)
+    return text.strip()
 
 
 class CommandFailed(Exception):

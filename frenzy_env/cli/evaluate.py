@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from frenzy_env.cli.common import CommandFailed, csv_list, positive_int
+from frenzy_env.cli.policies import model_arg
 from frenzy_env.errors import FrenzyError
 
 DEFAULT_POLICIES = ("frenzy", "asrpt", "doubling", "fifo", "sjf", "ppo")
@@ -32,9 +33,12 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--policies", type=csv_list, default=None,
-        help="comma list of {frenzy,asrpt,doubling,sia,fifo,sjf,random,ppo,rllib} (default: "
-        f"{','.join(DEFAULT_POLICIES)}); ppo takes its model from --model, rllib (a policy trained with "
-        "frenzy train --backend rllib) needs --rllib-checkpoint",
+        help="comma list of {frenzy,asrpt,doubling,sia,fifo,sjf,random,ppo,rllib}, names of --model NAME=PATH, "
+        f"and MODULE:ATTR (default: {','.join(DEFAULT_POLICIES)}); ppo takes its model from --model PATH, rllib "
+        "(a policy trained with frenzy train --backend rllib) needs --rllib-checkpoint. MODULE:ATTR is your own "
+        "policy: ATTR(env) must return an object with stable-baselines3's predict(obs, state=None, "
+        "episode_start=None, deterministic=True, action_masks=None) (reset() optional); MODULE is imported with "
+        "the current directory on sys.path; the tables label it ATTR",
     )
     p.add_argument("--cluster", default="frenzy-testbed", help="cluster preset (default: frenzy-testbed)")
     p.add_argument("--workload", type=csv_list, default=["itp-default"], help="workload preset(s)")
@@ -58,9 +62,11 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--predictor", choices=("frenzy", "extended", "oracle"), default="extended")
     p.add_argument(
-        "--model", type=Path, default=None,
-        help="MaskablePPO zip for the 'ppo' policy (default: the model shipped in agents/models). "
-        "Loading a model runs pickle: only load files you trust.",
+        "--model", type=model_arg, action="append", default=[], metavar="[NAME=]PATH",
+        help="a MaskablePPO zip: PATH is the 'ppo' policy's model (default: the model shipped in agents/models); "
+        "NAME=PATH is a policy of its own called NAME, evaluated with the others (repeatable: one per model). "
+        "Every model is loaded and checked against the env before any episode. Loading a model runs pickle: "
+        "only load files you trust.",
     )
     p.add_argument(
         "--rllib-checkpoint", type=Path, default=None, metavar="PATH",
@@ -68,7 +74,11 @@ def add_parser(sub: Any) -> None:
         "checkpoint/ or the RLModule folder inside it; needs the [ray] extra and a checkpoint trained on the "
         "same cluster. Loading a checkpoint runs pickle: only load checkpoints you trust.",
     )
-    p.add_argument("--out", type=Path, default=None, help="directory for jobs.csv, episodes.csv, summary.*")
+    p.add_argument(
+        "--out", type=Path, default=None,
+        help="directory for jobs.csv, episodes.csv, summary.* and manifest.json (what was evaluated: command, "
+        "version, policies, model and trace files with their SHA-256, seeds, env configuration)",
+    )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
@@ -82,7 +92,9 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _workload_factory(args: argparse.Namespace, cluster: Any = None) -> tuple[list[str], Any]:
+def _workload_factory(args: argparse.Namespace, cluster: Any = None) -> tuple[list[str], Any, dict | None]:
+    """The workload names, ``factory(name)`` (what ``FrenzyEnv(workload=...)`` takes) and, for ``--trace``, the
+    trace's record for the manifest (name, format, path, SHA-256, size)."""
     import dataclasses
 
     from frenzy_env.env import _bind_generator
@@ -102,11 +114,13 @@ def _workload_factory(args: argparse.Namespace, cluster: Any = None) -> tuple[li
         gen = TraceGenerator(str(path), format=fmt, max_jobs=args.max_jobs)
         gen.generate(0)  # validate the file now, before any episode runs
         names = [args.trace if args.trace in datasets.CATALOGUE else path.name]
-        return names, lambda _name: gen
+        from frenzy_env.cli.manifest import file_record
+
+        return names, lambda _name: gen, {"name": args.trace, "format": fmt, **file_record(path)}
     names = list(args.workload)
     gens = {name: make_generator(name) for name in names}  # unknown names fail before any episode runs
     if args.max_jobs is None:
-        return names, lambda name: name
+        return names, lambda name: name, None
     for name, gen in gens.items():
         fields = {f.name for f in dataclasses.fields(gen)} if dataclasses.is_dataclass(gen) else set()
         key = "max_jobs" if "max_jobs" in fields else "num_jobs" if "num_jobs" in fields else None
@@ -115,7 +129,7 @@ def _workload_factory(args: argparse.Namespace, cluster: Any = None) -> tuple[li
         gens[name] = make_generator(name, **{key: args.max_jobs})
         if cluster is not None:  # as FrenzyEnv does for a preset given by name
             gens[name] = _bind_generator(gens[name], cluster, by_name=True)
-    return names, lambda name: gens[name]
+    return names, lambda name: gens[name], None
 
 
 def _evaluate_locally(
@@ -147,12 +161,16 @@ def _evaluate_locally(
 
 
 def _evaluate_on_ray(
-    args: argparse.Namespace, make_env: Any, policies: dict, workloads: list[str], seeds: range, save: Any
+    args: argparse.Namespace, make_env: Any, policies: dict, workloads: list[str], seeds: range, save: Any,
+    modules: list[Any],
 ) -> tuple[Any, Any, list]:
-    """The Ray backend: one task per episode; failed tasks are retried once and reported."""
+    """The Ray backend: one task per episode; failed tasks are retried once and reported. ``modules``: those
+    of MODULE:ATTR policies, sent to the workers by value (they may not import them)."""
     from frenzy_env.distributed import connect, evaluate_ray, import_ray
 
     ray = import_ray()
+    for module in modules:
+        ray.cloudpickle.register_pickle_by_value(module)
     started = connect(args.address, args.num_cpus)
     try:
         return evaluate_ray(make_env, policies, workloads, seeds, progress=not args.no_progress, on_episode=save)
@@ -165,49 +183,37 @@ def run(args: argparse.Namespace) -> int:
     """``frenzy evaluate``: check the arguments, run every episode, print (and with ``--out`` write) the tables."""
     import pandas as pd
 
-    from baselines import POLICIES, make_policy
+    from frenzy_env.cli import policies as policy_specs
     from frenzy_env.cluster import ClusterSpec
     from frenzy_env.env import FrenzyEnv
-    from frenzy_env.evaluation import summarise, summary_markdown, wide_window
+    from frenzy_env.evaluation import summarise, summary_markdown
 
     if args.backend != "ray":
         for flag in ("address", "num_cpus"):
             if getattr(args, flag) is not None:
                 raise FrenzyError(f"--{flag.replace('_', '-')} applies to --backend ray only")
     cluster = ClusterSpec.preset(args.cluster)
-    names = args.policies or default_policies()
-    for name in names:
-        if name not in POLICIES and name not in ("ppo", "rllib"):
-            from frenzy_env.errors import unknown_name
-
-            raise unknown_name("policy (--policies)", name, [*POLICIES, "ppo", "rllib"])
-    if args.model is not None and "ppo" not in names:
-        raise FrenzyError("--model is only used by the 'ppo' policy; add ppo to --policies")
-    if args.rllib_checkpoint is not None and "rllib" not in names:
-        raise FrenzyError("--rllib-checkpoint is only used by the 'rllib' policy; add rllib to --policies")
-    if "rllib" in names and args.rllib_checkpoint is None:
-        raise FrenzyError(
-            "the 'rllib' policy needs --rllib-checkpoint PATH (the run folder of frenzy train --backend rllib)"
-        )
-    workloads, factory = _workload_factory(args, cluster)
+    specs = policy_specs.resolve(args.policies or default_policies(), args.model, args.rllib_checkpoint)
+    names = [spec.name for spec in specs]
+    workloads, factory, trace = _workload_factory(args, cluster)
 
     def make_env(workload: str, **overrides: Any) -> FrenzyEnv:
         return FrenzyEnv(cluster=cluster, workload=factory(workload), predictor=args.predictor, **overrides)
 
-    rllib_checkpoint: Path | None = None
-    if "rllib" in names:
-        from agents.rllib import find_module_checkpoint, load_rllib_policy
-
-        # fail before any episode runs (missing path, no Ray, a checkpoint of another cluster), and hand
-        # Ray workers an absolute path to the module folder
-        rllib_checkpoint = find_module_checkpoint(args.rllib_checkpoint).resolve()
-        load_rllib_policy(make_env(workloads[0]), args.rllib_checkpoint)
-
+    first_env = make_env(workloads[0])
+    policy_specs.check(specs, first_env)  # every model file and MODULE:ATTR, before any episode
+    seeds = range(args.seed_start, args.seed_start + args.seeds)
     out: Path | None = args.out
     if out is not None:
         if out.exists() and not out.is_dir():
             raise FrenzyError(f"--out {str(out)!r} exists and is not a directory")
         out.mkdir(parents=True, exist_ok=True)
+        from frenzy_env.cli.manifest import build_manifest, write_manifest
+
+        write_manifest(out, build_manifest(
+            getattr(args, "command_line", None), specs, workloads, trace, seeds, first_env,
+            backend=args.backend, max_jobs=args.max_jobs,
+        ))
     saved = 0  # episodes finished (and, with --out, written)
 
     def save(jobs: pd.DataFrame, episodes: pd.DataFrame) -> None:
@@ -217,27 +223,11 @@ def run(args: argparse.Namespace) -> int:
             jobs.to_csv(out / "jobs.csv", index=False)
             episodes.to_csv(out / "episodes.csv", index=False)
 
-    def policy_factory(name: str) -> Any:
-        if name == "ppo":
-            from agents.ppo import load_policy
-
-            return lambda env: load_policy(env, args.model)
-        if name == "rllib":
-            path = rllib_checkpoint
-
-            def load_rllib(env: Any) -> Any:  # pickled to Ray workers: imports there
-                from agents.rllib import load_rllib_policy
-
-                return load_rllib_policy(env, path)
-
-            return load_rllib
-        return wide_window(lambda env: make_policy(name, env))  # scripted: every job within reach
-
-    policies = {name: policy_factory(name) for name in names}
-    seeds = range(args.seed_start, args.seed_start + args.seeds)
+    policies = {spec.name: spec.factory for spec in specs}
     failures: list[Any] = []
     if args.backend == "ray":
-        jobs, episodes, failures = _evaluate_on_ray(args, make_env, policies, workloads, seeds, save)
+        modules = [policy_specs.module_of(spec) for spec in specs if spec.kind == "module"]
+        jobs, episodes, failures = _evaluate_on_ray(args, make_env, policies, workloads, seeds, save, modules)
     else:
         jobs, episodes = _evaluate_locally(args, make_env, policies, workloads, seeds, save, names, lambda: saved)
     if failures and episodes.empty:
@@ -257,7 +247,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"cluster {cluster.name} ({cluster.num_gpus} GPUs), {args.seeds} seed(s)")
         print(md)
         if out is not None:
-            print(f"wrote {out}: jobs.csv, episodes.csv, summary.csv, summary.md and the plots (PNG)")
+            print(f"wrote {out}: jobs.csv, episodes.csv, summary.csv, summary.md, manifest.json and the plots (PNG)")
     if failures:
         _report_failures(failures)
         return 1

@@ -31,7 +31,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from frenzy_env.cli.common import non_negative_int, positive_int
+from frenzy_env.cli.common import non_negative_int, plain_text, positive_int
 from frenzy_env.errors import ConfigError
 
 _TRACE_KEYS = {"format": str, "max_jobs": int, "load_scale": float, "exclude": str}
@@ -68,7 +68,7 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "train",
         help="train a PPO scheduler: MaskablePPO (default) or Ray RLlib PPO (--backend rllib)",
-        description=__doc__.split("::")[0].strip(),
+        description=plain_text(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     # None = the TrainConfig / PPOConfig / RLlibTrainConfig default (or the --config file's value)

@@ -1,0 +1,218 @@
+"""The policies ``frenzy evaluate`` runs: its ``--policies`` names (built-in baselines, ``ppo``, ``rllib``,
+``MODULE:ATTR`` of the user's own code) and ``--model [NAME=]PATH`` files resolved into labelled
+:class:`PolicySpec` entries, each with the factory the evaluation loop calls with an env, and checked (modules
+imported, model files loaded against the env) before any episode starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from frenzy_env.errors import ConfigError, FrenzyError
+
+#: names of --policies that are not scripted baselines: the PPO model (--model) and an RLlib checkpoint
+MODEL_POLICIES = ("ppo", "rllib")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+_PREDICT = "predict(observation, state=None, episode_start=None, deterministic=True, action_masks=None)"
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """One policy of an evaluation: ``name`` (its label in the tables), ``kind`` (``builtin``, ``module`` or
+    ``model``), ``source`` (the baseline's name, ``MODULE:ATTR``, or the model's path) and ``factory``
+    (``factory(env)`` builds the policy bound to ``env``)."""
+
+    name: str
+    kind: str
+    source: str
+    factory: Callable[[Any], Any]
+
+
+def model_arg(text: str) -> tuple[str | None, Path]:
+    """argparse type of ``--model``: ``NAME=PATH`` (a policy called NAME) or a plain ``PATH`` (the ``ppo``
+    policy's model). A path that exists as given is always a plain path."""
+    name, eq, path = text.partition("=")
+    if eq and not Path(text).exists():
+        if not _NAME.fullmatch(name) or not path:
+            raise argparse.ArgumentTypeError(f"expected PATH or NAME=PATH (NAME: letters, digits, _ . -), got {text!r}")
+        return name, Path(path)
+    return None, Path(text)
+
+
+def resolve(
+    names: list[str], models: list[tuple[str | None, Path]], rllib_checkpoint: Path | None
+) -> list[PolicySpec]:
+    """The policies to run, in the order of ``names`` (``--policies``), then the named models it leaves out.
+
+    ``models``: the ``--model`` values; a plain path (at most one) is the ``ppo`` policy's model, a named one
+    a policy of that name. A ``MODULE:ATTR`` name is labelled ``ATTR``, or ``MODULE:ATTR`` where ``ATTR`` is
+    also another policy's name. Raises :class:`~frenzy_env.errors.FrenzyError` for unknown names, clashing
+    model names and misplaced flags; nothing is imported or loaded yet (see :func:`check`).
+    """
+    from baselines import POLICIES
+
+    plain = [path for name, path in models if name is None]
+    named: dict[str, Path] = {}
+    for name, path in models:
+        if name is None:
+            continue
+        if name in POLICIES or name in MODEL_POLICIES or name in named:
+            taken = "a built-in policy" if name not in named else "given twice"
+            raise FrenzyError(f"--model {name}={path}: the name {name!r} is {taken}; choose another NAME")
+        named[name] = path
+    if len(plain) > 1:
+        raise FrenzyError("--model PATH given more than once: label several models as NAME=PATH")
+    if plain and "ppo" not in names:
+        raise FrenzyError("--model PATH is only used by the 'ppo' policy; add ppo to --policies, or give NAME=PATH")
+    if rllib_checkpoint is not None and "rllib" not in names:
+        raise FrenzyError("--rllib-checkpoint is only used by the 'rllib' policy; add rllib to --policies")
+    if "rllib" in names and rllib_checkpoint is None:
+        raise FrenzyError(
+            "the 'rllib' policy needs --rllib-checkpoint PATH (the run folder of frenzy train --backend rllib)"
+        )
+    wanted = list(dict.fromkeys([*names, *named]))  # (a name given twice runs once)
+    modules = [name for name in wanted if ":" in name]
+    plain_names = {name for name in wanted if ":" not in name} | set(POLICIES) | set(MODEL_POLICIES)
+    specs = []
+    for name in wanted:
+        if ":" in name:
+            attr = name.partition(":")[2]
+            clash = attr in plain_names or sum(m.partition(":")[2] == attr for m in modules) > 1
+            specs.append(_module_spec(name, name if clash else attr))
+        elif name in named:
+            specs.append(PolicySpec(name, "model", str(named[name]), _ppo_factory(named[name])))
+        elif name == "ppo":
+            path = plain[0] if plain else _default_model()
+            specs.append(PolicySpec(name, "model", str(path), _ppo_factory(path)))
+        elif name == "rllib":
+            specs.append(PolicySpec(name, "model", str(rllib_checkpoint), _rllib_factory(rllib_checkpoint)))
+        elif name in POLICIES:
+            specs.append(PolicySpec(name, "builtin", name, _builtin_factory(name)))
+        else:
+            from frenzy_env.errors import unknown_name
+
+            error = unknown_name("policy (--policies)", name, [*POLICIES, *MODEL_POLICIES, *named])
+            raise type(error)(f"{error}; or MODULE:ATTR (your own policy), or a model given as --model NAME=PATH")
+    return specs
+
+
+def check(specs: list[PolicySpec], env: Any) -> None:
+    """Fail now, before any episode, on what would fail later: every model file must exist, be a regular
+    file, load and fit ``env``'s spaces; every ``MODULE:ATTR`` must import and build a policy for ``env``."""
+    from agents.ppo import check_model_path
+
+    models = [spec for spec in specs if spec.kind == "model"]
+    try:
+        for spec in models:  # the cheap checks of every model file first
+            if spec.name != "rllib":
+                check_model_path(spec.source)
+        for spec in models:  # loaded (an RLlib checkpoint: a missing path, no Ray, one of another cluster)
+            if spec.name == "rllib":
+                from agents.rllib import load_rllib_policy
+
+                load_rllib_policy(env, spec.source)  # (errors name the path as given)
+            else:
+                spec.factory(env)
+    except ConfigError as exc:
+        raise ConfigError(f"policy {spec.name!r}: {exc}") from None
+    for spec in specs:
+        if spec.kind == "module":
+            spec.factory(env)
+
+
+def module_of(spec: PolicySpec) -> Any:
+    """The imported module of a ``module`` policy (:func:`check` has imported it)."""
+    return sys.modules[spec.source.partition(":")[0]]
+
+
+def _default_model() -> Path:
+    from agents.ppo import DEFAULT_MODEL_PATH
+
+    return DEFAULT_MODEL_PATH
+
+
+def _builtin_factory(name: str) -> Callable[[Any], Any]:
+    from frenzy_env.evaluation import wide_window
+
+    def build(env: Any) -> Any:
+        from baselines import make_policy
+
+        return make_policy(name, env)
+
+    return wide_window(build)  # scripted: every job in the system within reach
+
+
+def _ppo_factory(path: Path) -> Callable[[Any], Any]:
+    def build(env: Any) -> Any:
+        from agents.ppo import load_policy
+
+        return load_policy(env, path)
+
+    return build
+
+
+def _rllib_factory(checkpoint: Path | None) -> Callable[[Any], Any]:
+    path = None if checkpoint is None else checkpoint.resolve()  # Ray workers get an absolute path
+
+    def build(env: Any) -> Any:  # pickled to Ray workers: imports there
+        from agents.rllib import load_rllib_policy
+
+        return load_rllib_policy(env, path)
+
+    return build
+
+
+def _module_spec(text: str, label: str) -> PolicySpec:
+    module, _, attr = text.partition(":")
+    if not _DOTTED.fullmatch(module) or not _DOTTED.fullmatch(attr):
+        raise FrenzyError(f"--policies {text!r}: expected MODULE:ATTR (a module path and a name in it: mymod:MyPolicy)")
+
+    def build(env: Any) -> Any:
+        from frenzy_env.policy import as_policy
+
+        policy = _load_attr(module, attr, text)(env)
+        try:
+            return as_policy(policy)
+        except TypeError:  # (no predict)
+            kind = type(policy).__name__
+            raise ConfigError(f"--policies {text}: {attr}(env) returned a {kind!r}, which has no {_PREDICT}") from None
+
+    return PolicySpec(label, "module", text, build)
+
+
+def _load_attr(module: str, attr: str, text: str) -> Callable[[Any], Any]:
+    """``MODULE.ATTR``, importing MODULE with the current directory on ``sys.path`` (as ``python -m`` does)."""
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        obj = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not (module == exc.name or module.startswith(exc.name + ".")):
+            raise ConfigError(f"--policies {text}: importing module {module!r} failed: {exc}") from None
+        raise ConfigError(
+            f"--policies {text}: cannot import module {module!r} ({exc}); the current directory {cwd} is on "
+            f"sys.path, so {module.replace('.', '/')}.py there (or an installed module) would be found"
+        ) from None
+    except Exception as exc:  # the module itself raised (a syntax error, a missing dependency of its own)
+        kind = type(exc).__name__
+        raise ConfigError(f"--policies {text}: importing module {module!r} failed: {kind}: {exc}") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ConfigError(f"--policies {text}: module {module!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise ConfigError(
+            f"--policies {text}: {attr} is of type {type(obj).__name__}, not callable; it must be called with the "
+            f"env and return an object with {_PREDICT}"
+        )
+    return obj
