@@ -120,7 +120,7 @@ def _workload_factory(args: argparse.Namespace, cluster: Any = None) -> tuple[li
 
 def _evaluate_locally(
     args: argparse.Namespace, make_env: Any, policies: dict, workloads: list[str], seeds: range, save: Any,
-    names: list[str], saved: Any,
+    names: list[str], saved: Any, on_result: Any = None,
 ) -> tuple[Any, Any]:
     """The local backend; a failing episode stops the sweep with a message naming it (``saved()``: the
     number of episodes finished so far, which ``save`` wrote)."""
@@ -128,7 +128,8 @@ def _evaluate_locally(
 
     out: Path | None = args.out
     try:
-        return evaluate(make_env, policies, workloads, seeds, progress=not args.no_progress, on_episode=save)
+        return evaluate(make_env, policies, workloads, seeds, progress=not args.no_progress, on_episode=save,
+                        on_result=on_result)
     except KeyboardInterrupt:
         if out is not None and saved():
             print(f"frenzy: {saved()} finished episode(s) are saved in {out}", file=sys.stderr)
@@ -147,7 +148,8 @@ def _evaluate_locally(
 
 
 def _evaluate_on_ray(
-    args: argparse.Namespace, make_env: Any, policies: dict, workloads: list[str], seeds: range, save: Any
+    args: argparse.Namespace, make_env: Any, policies: dict, workloads: list[str], seeds: range, save: Any,
+    on_result: Any = None,
 ) -> tuple[Any, Any, list]:
     """The Ray backend: one task per episode; failed tasks are retried once and reported."""
     from frenzy_env.distributed import connect, evaluate_ray, import_ray
@@ -155,7 +157,8 @@ def _evaluate_on_ray(
     ray = import_ray()
     started = connect(args.address, args.num_cpus)
     try:
-        return evaluate_ray(make_env, policies, workloads, seeds, progress=not args.no_progress, on_episode=save)
+        return evaluate_ray(make_env, policies, workloads, seeds, progress=not args.no_progress, on_episode=save,
+                            on_result=on_result)
     finally:
         if started:
             ray.shutdown()
@@ -168,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
     from baselines import POLICIES, make_policy
     from frenzy_env.cluster import ClusterSpec
     from frenzy_env.env import FrenzyEnv
-    from frenzy_env.evaluation import summarise, summary_markdown
+    from frenzy_env.evaluation import interval_note, summarise, summary_markdown
 
     if args.backend != "ray":
         for flag in ("address", "num_cpus"):
@@ -236,28 +239,41 @@ def run(args: argparse.Namespace) -> int:
     policies = {name: policy_factory(name) for name in names}
     seeds = range(args.seed_start, args.seed_start + args.seeds)
     failures: list[Any] = []
+    schedules: dict = {}  # (workload, policy) -> (seed, attempts, first submission) of the first seed
+
+    def keep_schedule(workload: str, policy: str, seed: int, result: Any) -> None:
+        if seed == seeds[0]:
+            schedules[(workload, policy)] = (seed, result.attempts, float(result.jobs["submit_time_s"].min()))
+
     if args.backend == "ray":
-        jobs, episodes, failures = _evaluate_on_ray(args, make_env, policies, workloads, seeds, save)
+        jobs, episodes, failures = _evaluate_on_ray(args, make_env, policies, workloads, seeds, save, keep_schedule)
     else:
-        jobs, episodes = _evaluate_locally(args, make_env, policies, workloads, seeds, save, names, lambda: saved)
+        jobs, episodes = _evaluate_locally(
+            args, make_env, policies, workloads, seeds, save, names, lambda: saved, keep_schedule
+        )
     if failures and episodes.empty:
         _report_failures(failures)
         return 1
     summary = summarise(episodes)
     md = summary_markdown(summary)
+    note = interval_note(summary)
+    if note is not None:
+        print(f"frenzy: warning: {note}", file=sys.stderr)
     if out is not None:
         summary.to_csv(out / "summary.csv", index=False)
         (out / "summary.md").write_text(md)
-        from frenzy_env.plots import plot_results
+        from frenzy_env.plots import plot_results, plot_schedules
 
         plot_results(jobs, episodes, summary, out)
+        plot_schedules(schedules, cluster, out)
     if args.json:
         print(json.dumps(json.loads(summary.to_json(orient="records")), indent=2))
     else:
         print(f"cluster {cluster.name} ({cluster.num_gpus} GPUs), {args.seeds} seed(s)")
         print(md)
         if out is not None:
-            print(f"wrote {out}: jobs.csv, episodes.csv, summary.csv, summary.md and the plots (PNG)")
+            print(f"wrote {out}: jobs.csv, episodes.csv, summary.csv, summary.md, the plots and a schedule picture "
+                  "per policy (PNG)")
     if failures:
         _report_failures(failures)
         return 1
