@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from frenzy_env.errors import ConfigError
-from frenzy_env.evaluation import env_for, episode_record, run_episode
+from frenzy_env.evaluation import EpisodeResult, env_for, episode_record, run_episode
 
 RAY_MISSING = 'Ray is not installed: the ray backend needs the optional extra (pip install -e ".[ray]")'
 
@@ -79,12 +79,10 @@ def connect(address: str | None = None, num_cpus: int | None = None) -> bool:
     return True
 
 
-def _episode(make_env: Callable[[str], Any], factory: Callable[[Any], Any], workload: str, policy: str,
-             seed: int) -> tuple[pd.DataFrame, dict]:
+def _episode(make_env: Callable[[str], Any], factory: Callable[[Any], Any], workload: str, seed: int) -> EpisodeResult:
     """One episode, in a Ray worker: a fresh env and policy, as the local loop would build them."""
     env = env_for(make_env, workload, factory)
-    result = run_episode(env, factory(env), seed=seed)
-    return episode_record(result, workload, policy, seed)
+    return run_episode(env, factory(env), seed=seed)
 
 
 def evaluate_ray(
@@ -95,6 +93,7 @@ def evaluate_ray(
     *,
     progress: bool = True,
     on_episode: Callable[[pd.DataFrame, pd.DataFrame], None] | None = None,
+    on_result: Callable[[str, str, int, EpisodeResult], None] | None = None,
     retries: int = 1,
     cpus_per_task: float = 1.0,
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[TaskFailure]]:
@@ -108,7 +107,8 @@ def evaluate_ray(
     Returns ``(jobs, episodes, failures)``: the tables of the episodes that succeeded, in the local
     backend's order (workloads, then policies, then seeds), and one :class:`TaskFailure` per episode that
     failed every attempt. ``on_episode(jobs, episodes)`` is called as tasks finish, with the results so far
-    in that order. A progress bar counts finished tasks.
+    in that order, and ``on_result(workload, policy, seed, result)`` with each finished episode's
+    :class:`~frenzy_env.evaluation.EpisodeResult`. A progress bar counts finished tasks.
     """
     ray = import_ray()
     from frenzy_env.progress import progress_bar
@@ -126,7 +126,7 @@ def evaluate_ray(
 
     def submit(key: tuple[str, str, int]) -> Any:
         w, p, s = key
-        return remote.remote(env_ref, factory_refs[p], w, p, s)
+        return remote.remote(env_ref, factory_refs[p], w, s)
 
     pending = {submit(k): (k, 0) for k in keys}
     done: dict[tuple[str, str, int], tuple[pd.DataFrame, dict]] = {}
@@ -139,7 +139,7 @@ def evaluate_ray(
         key, attempt = pending.pop(ref)
         where = f"episode {key[0]}, policy {key[1]}, seed {key[2]}"
         try:
-            done[key] = ray.get(ref)
+            result = ray.get(ref)
         except Exception as exc:  # a raising policy (RayTaskError), or a lost worker or node
             error = _error_line(exc)
             if attempt < retries:
@@ -148,6 +148,10 @@ def evaluate_ray(
                 continue
             failures.append(TaskFailure(*key, error))
             bar.write(f"{where} failed{' again' if attempt else ''}: {error}", file=sys.stderr)
+        else:
+            if on_result is not None:
+                on_result(*key, result)
+            done[key] = episode_record(result, *key)
         bar.set_postfix_str(f"{key[0]} {key[1]} seed={key[2]}")
         bar.update(1)
         if on_episode is not None and key in done:

@@ -24,23 +24,40 @@ import pandas as pd
 from frenzy_env.policy import Policy
 
 JOB_COLUMNS = (
-    "job_id", "name", "submit_time", "start_time", "finish_time", "jct", "gpu_type", "num_gpus", "dp", "tp",
+    "job_id", "name", "submit_time_s", "start_time_s", "finish_time_s", "jct_h", "gpu_type", "num_gpus", "dp", "tp",
     "restarts", "oom_failures", "gpu_hours", "rejected_reason",
 )
+"""Columns of the per-job table (``jobs.csv``): times on the simulator's clock in seconds (``_s``), the job
+completion time in hours (``_h``), GPU-hours; the others are counts or labels."""
+ATTEMPT_COLUMNS = (
+    "job_id", "attempt", "gpu_type", "num_gpus", "dp", "tp", "gpus", "start_time_s", "progress_from_s",
+    "end_time_s", "outcome",
+)
+"""Columns of the per-attempt table (:func:`attempts_table`): one row per allocation of GPUs to a job, from
+its start or resize (``start_time_s``; iterations from ``progress_from_s``) to its end (``end_time_s``, nan
+while running) with its ``outcome`` ("finished", "oom", "resized", "preempted" or "running"); ``gpus`` is the
+tuple of the cluster's GPU indices it held, ``attempt`` its number among the job's attempts (0, 1, ...)."""
 SUMMARY_METRICS = (
-    "avg_jct", "p95_jct", "makespan", "gpu_hours", "utilisation", "ooms", "restarts", "rejected",
+    "avg_jct_h", "p95_jct_h", "makespan_h", "gpu_hours", "utilisation_frac", "ooms", "restarts", "rejected",
     "invalid_actions", "latency_median_ms", "latency_p99_ms",
 )
+"""Episode metrics summarised over seeds. Every name says its unit: ``_h`` hours, ``_frac`` a fraction in
+[0, 1], ``_ms`` milliseconds, ``gpu_hours`` GPU-hours; ``ooms``, ``restarts``, ``rejected`` and
+``invalid_actions`` are counts."""
+FEW_SEEDS = 3
+"""Below this many seeds a t-interval is reported with a warning (:func:`interval_note`)."""
 
 
 @dataclass
 class EpisodeResult:
-    """One episode: ``jobs`` (one row per job), ``metrics`` and the utilisation timeline."""
+    """One episode: ``jobs`` (one row per job, :data:`JOB_COLUMNS`), ``metrics``, the utilisation timeline,
+    the decision latencies (seconds) and ``attempts`` (one row per attempt, :data:`ATTEMPT_COLUMNS`)."""
 
     jobs: pd.DataFrame
     metrics: dict[str, float]
     utilisation: tuple[np.ndarray, np.ndarray] = field(default_factory=lambda: (np.zeros(0), np.zeros(0)))
     latencies: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    attempts: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(ATTEMPT_COLUMNS)))
 
 
 def jobs_table(sim: Any) -> pd.DataFrame:
@@ -50,9 +67,9 @@ def jobs_table(sim: Any) -> pd.DataFrame:
         {
             "job_id": [r.job_id for r in recs],
             "name": [j.name for j in sim.jobs],  # the trace's own job id (empty for synthetic jobs)
-            "submit_time": [r.submit_time for r in recs],
-            "start_time": [r.start_time for r in recs],
-            "finish_time": [r.finish_time for r in recs],
+            "submit_time_s": [r.submit_time for r in recs],
+            "start_time_s": [r.start_time for r in recs],
+            "finish_time_s": [r.finish_time for r in recs],
             "gpu_type": [r.gpu_type for r in recs],
             "num_gpus": [r.num_gpus for r in recs],
             "dp": [r.dp for r in recs],
@@ -63,8 +80,21 @@ def jobs_table(sim: Any) -> pd.DataFrame:
             "rejected_reason": [r.rejected_reason for r in recs],
         }
     )
-    df.insert(4, "jct", df["finish_time"] - df["submit_time"])
+    df.insert(4, "jct_h", (df["finish_time_s"] - df["submit_time_s"]) / 3600.0)
     return df[list(JOB_COLUMNS)]
+
+
+def attempts_table(sim: Any) -> pd.DataFrame:
+    """The attempt log of a simulator (``sim.attempts``) as a DataFrame with :data:`ATTEMPT_COLUMNS`."""
+    seen: dict[int, int] = {}
+    rows = []
+    for a in sim.attempts:
+        number = seen[a.job_id] = seen.get(a.job_id, -1) + 1
+        rows.append((
+            a.job_id, number, a.gpu_type, a.num_gpus, a.dp, a.tp, a.gpus, a.start_time, a.progress_from,
+            a.end_time, a.outcome,
+        ))
+    return pd.DataFrame(rows, columns=list(ATTEMPT_COLUMNS))
 
 
 def play(
@@ -124,7 +154,8 @@ def run_episode(
     metrics["latency_median_ms"] = float(np.median(lat) * 1e3) if lat.size else 0.0
     metrics["latency_p99_ms"] = float(np.percentile(lat, 99) * 1e3) if lat.size else 0.0
     metrics["decisions"] = float(lat.size)
-    return EpisodeResult(jobs_table(base.sim), metrics, base.sim.utilisation_timeline(), lat)
+    sim = base.sim
+    return EpisodeResult(jobs_table(sim), metrics, sim.utilisation_timeline(), lat, attempts_table(sim))
 
 
 def confidence_interval(values: Iterable[float], level: float = 0.95) -> tuple[float, float]:
@@ -155,24 +186,77 @@ def summarise(episodes: pd.DataFrame, by: tuple[str, ...] = ("workload", "policy
     return pd.DataFrame(rows)
 
 
+def format_number(x: float) -> str:
+    """A value for a table: three significant digits but every digit of the integer part (none after the point
+    for a whole number), thousands separators, never scientific notation (``30,412``, ``22.6``, ``0.213``,
+    ``5``); "n/a" for nan."""
+    if not math.isfinite(x):
+        return "n/a"
+    decimals = 0 if float(x).is_integer() else max(0, 2 - math.floor(math.log10(abs(x))))
+    return f"{round(x, decimals) + 0.0:,.{decimals}f}"  # (+ 0.0: no "-0")
+
+
+def format_ci(mean: float, half: float) -> str:
+    """``mean ± half`` for a table: the half-width rounded to two significant digits when its first three are
+    100-354, else to one (the Particle Data Group's rule), the mean to the same decimal place; thousands
+    separators, never scientific notation (``30,400 ± 3,500``, ``22.6 ± 0.8``, ``0.21 ± 0.04``). Without an
+    interval (``half`` nan: one seed) the mean alone, as :func:`format_number`."""
+    if not math.isfinite(mean) or not math.isfinite(half):
+        return format_number(mean)
+    if half == 0:
+        return f"{format_number(mean)} ± 0"
+    exp = math.floor(math.log10(abs(half)))
+    lead = abs(half) / 10.0 ** (exp - 2)  # the first three digits, 100 <= lead < 1000
+    if lead >= 949.5:  # rounds up to 1,000...: two digits of the next power
+        exp, digits = exp + 1, 2
+    else:
+        digits = 2 if lead < 354.5 else 1
+    decimals = digits - 1 - exp
+    shown = max(decimals, 0)
+    return f"{round(mean, decimals) + 0.0:,.{shown}f} ± {round(half, decimals) + 0.0:,.{shown}f}"
+
+
+def interval_note(summary: pd.DataFrame) -> str | None:
+    """One line saying that the intervals of ``summary`` are missing (one seed: n=1) or unreliable (fewer
+    than :data:`FEW_SEEDS` seeds); None when every row has enough seeds."""
+    if "episodes" not in summary or summary.empty:
+        return None
+    n = int(summary["episodes"].min())
+    if n == 1:
+        return "n=1: one seed, so no confidence interval is shown; use 3 or more seeds for one"
+    if n < FEW_SEEDS:
+        return (f"n={n}: a 95% t-interval from {n} seeds is unreliable (t={_t95(n):.1f} times the standard "
+                "error, and the spread of so few values is itself a guess); use 3 or more seeds")
+    return None
+
+
+def _t95(n: int) -> float:
+    from scipy import stats
+
+    return float(stats.t.ppf(0.975, df=n - 1))
+
+
 def summary_markdown(summary: pd.DataFrame, metrics: tuple[str, ...] = SUMMARY_METRICS) -> str:
-    """A Markdown table ``mean ± ci`` of the summary (hours for JCT and makespan)."""
+    """A Markdown table ``mean ± ci`` (:func:`format_ci`) of the summary, with a column ``n`` (seeds), the
+    units and, with fewer than :data:`FEW_SEEDS` seeds, the warning of :func:`interval_note`."""
     keys = [c for c in ("workload", "policy") if c in summary]
+    counted = "episodes" in summary
     shown = [m for m in metrics if m in summary]
-    head = "| " + " | ".join(keys + shown) + " |"
-    sep = "|" + "---|" * (len(keys) + len(shown))
+    head = "| " + " | ".join(keys + ["n"] * counted + shown) + " |"
+    sep = "|" + "---|" * (len(keys) + counted + len(shown))
     lines = [head, sep]
-    hours = {"avg_jct", "p95_jct", "makespan"}
     for _, row in summary.iterrows():
-        cells = [str(row[k]) for k in keys]
-        for m in shown:
-            scale = 1 / 3600 if m in hours else 1.0
-            mean, half = row[m] * scale, row.get(f"{m}_ci95", math.nan) * scale
-            cell = f"{mean:.3g}" if math.isnan(half) else f"{mean:.3g} ± {half:.2g}"
-            cells.append(cell)
+        cells = [str(row[k]) for k in keys] + [str(int(row["episodes"]))] * counted
+        cells += [format_ci(float(row[m]), float(row.get(f"{m}_ci95", math.nan))) for m in shown]
         lines.append("| " + " | ".join(cells) + " |")
-    note = "JCT and makespan in hours; ± is the 95% CI half-width (t distribution over seeds)."
-    return "\n".join(lines) + "\n\n" + note + "\n"
+    notes = [
+        "Units in the names: _h hours, _frac a fraction of 1, _ms milliseconds, gpu_hours GPU-hours; the others "
+        "are counts. ± is the 95% CI half-width (t distribution over the n seeds).",
+    ]
+    note = interval_note(summary)
+    if note is not None:
+        notes.append(f"**Warning:** {note}.")
+    return "\n".join(lines) + "\n\n" + "\n\n".join(notes) + "\n"
 
 
 def episode_record(result: EpisodeResult, workload: str, policy: str, seed: int) -> tuple[pd.DataFrame, dict]:
@@ -218,13 +302,16 @@ def evaluate(
     *,
     progress: bool = True,
     on_episode: Callable[[pd.DataFrame, pd.DataFrame], None] | None = None,
+    on_result: Callable[[str, str, int, EpisodeResult], None] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run every policy on every workload and seed.
 
     ``make_env(workload, **overrides)`` builds an env (overrides: a factory's ``env_overrides``, see
     :func:`wide_window`); ``policies[name](env)`` builds a policy bound to it. Returns
     ``(jobs, episodes)`` DataFrames; ``on_episode(jobs, episodes)`` is called after each episode (the CLI
-    uses it to write partial results, so nothing computed is lost if a later episode fails).
+    uses it to write partial results, so nothing computed is lost if a later episode fails), and
+    ``on_result(workload, policy, seed, result)`` with each episode's whole :class:`EpisodeResult` (the CLI
+    keeps the attempts of the first seed for the schedule pictures).
     """
     from frenzy_env.progress import progress_bar
 
@@ -240,7 +327,10 @@ def evaluate(
             policy = factory(env)
             for seed in seeds:
                 bar.set_postfix_str(f"{workload} {name} seed={seed}")
-                jobs, row = episode_record(run_episode(env, policy, seed=seed), workload, name, seed)
+                result = run_episode(env, policy, seed=seed)
+                if on_result is not None:
+                    on_result(workload, name, seed, result)
+                jobs, row = episode_record(result, workload, name, seed)
                 job_frames.append(jobs)
                 episode_rows.append(row)
                 bar.update(1)

@@ -147,7 +147,7 @@ class Runner:
                             out.append(None)
                             continue
                         m = dict(res.metrics)
-                        m["total_jct"] = float(np.nansum(res.jobs["jct"].to_numpy()))
+                        m["total_jct_h"] = float(np.nansum(res.jobs["jct_h"].to_numpy()))
                         m["latency_mean_ms"] = float(res.latencies.mean() * 1e3) if res.latencies.size else 0.0
                         m["policy_seconds"] = float(res.latencies.sum())
                         m["wall_s"] = time.perf_counter() - t0
@@ -160,7 +160,7 @@ class Runner:
                         self.episodes.append({"workload": wl_key, "policy": label, "seed": seed, **m})
                         if self.config.progress:
                             self.log(
-                                f"  {wl_key:<22} {label:<24} seed {seed}: avg JCT {m['avg_jct'] / 3600:8.2f} h, "
+                                f"  {wl_key:<22} {label:<24} seed {seed}: avg JCT {m['avg_jct_h']:8.2f} h, "
                                 f"{m['wall_s']:.1f} s"
                             )
             out.append(self._cache[key])
@@ -238,13 +238,17 @@ def verdict(mean: float, half: float, lo: float, hi: float, null: float | None =
 
 
 def fmt_ci(mean: float, half: float, pct: bool = False, unit: str = "") -> str:
+    """``mean ± half`` as :func:`frenzy_env.evaluation.format_ci` does, in percent (``pct``) or with ``unit``
+    after each number; "(n=1)" after a mean without an interval."""
+    from frenzy_env.evaluation import format_ci
+
     if math.isnan(mean):
         return "not available"
     scale = 100.0 if pct else 1.0
     u = "%" if pct else unit
     if math.isnan(half):
-        return f"{mean * scale:.3g}{u} (one value)"
-    return f"{mean * scale:.3g}{u} ± {half * scale:.2g}"
+        return f"{format_ci(mean * scale, half)}{u} (n=1)"
+    return " ± ".join(f"{part}{u}" for part in format_ci(mean * scale, half * scale).split(" ± "))
 
 
 def claim_from_values(
@@ -252,7 +256,7 @@ def claim_from_values(
     unit: str = "", detail: str = "", log: bool = False,
 ) -> ClaimRow:
     """Fill ``row`` from per-seed ``values`` and the paper's range [lo, hi] (``log``: values are ratios)."""
-    from frenzy_env.evaluation import confidence_interval
+    from frenzy_env.evaluation import confidence_interval, format_number
 
     if not values:
         row.detail = detail or row.detail
@@ -260,8 +264,9 @@ def claim_from_values(
     if log:  # a ratio: CI of the mean log-ratio, shown as a geometric mean and its interval
         mean, half = confidence_interval(np.log(values).tolist())
         row.mean, row.ci95, row.n = math.exp(mean), half, len(values)
-        span = "one value" if math.isnan(half) else f"95% CI {math.exp(mean - half):.3g}-{math.exp(mean + half):.3g}"
-        row.ours = f"{math.exp(mean):.3g}{unit} ({span})"
+        low, high = format_number(math.exp(mean - half)), format_number(math.exp(mean + half))
+        span = "n=1" if math.isnan(half) else f"95% CI {low}-{high}"
+        row.ours = f"{format_number(math.exp(mean))}{unit} ({span})"
         row.verdict = verdict(mean, half, math.log(lo), math.log(hi), None if null is None else math.log(null))
         row.detail = detail
         return row
@@ -273,14 +278,14 @@ def claim_from_values(
     return row
 
 
-def mean_of(runs: list, metric: str, scale: float = 1.0) -> str:
-    from frenzy_env.evaluation import confidence_interval
+def mean_of(runs: list, metric: str) -> str:
+    """Mean ± 95% CI half-width of ``metric`` over the runs (:func:`frenzy_env.evaluation.format_ci`)."""
+    from frenzy_env.evaluation import confidence_interval, format_ci
 
-    vals = [r[metric] * scale for r in runs if r is not None]
+    vals = [r[metric] for r in runs if r is not None]
     if not vals:
         return "n/a"
-    m, h = confidence_interval(vals)
-    return f"{m:.3g}" if math.isnan(h) else f"{m:.3g} ± {h:.2g}"
+    return format_ci(*confidence_interval(vals))
 
 
 # ------------------------------------------------------------------------------------------ workloads
@@ -331,10 +336,10 @@ def scenario_frenzy_sia(cfg: ReproduceConfig, runner: Runner, rankings: bool) ->
         res = {label: runner.run(wl_key, "frenzy-testbed", gen, label, pol, kw, seeds) for label, pol, kw in policies}
         if not rankings:
             gpu = ", ".join(f"{p} {mean_of(res[p], 'gpu_hours')}" for p, *_ in policies)
-            jct = ", ".join(f"{p} {mean_of(res[p], 'avg_jct', 1 / 3600)} h" for p, *_ in policies)
+            jct = ", ".join(f"{p} {mean_of(res[p], 'avg_jct_h')} h" for p, *_ in policies)
             rows.append(claim_from_values(
                 ClaimRow("Frenzy avg JCT lower than Sia", "12-18% lower", wl_key),
-                paired(res["frenzy"], res["sia"], reduction("avg_jct")), 0.12, 0.18,
+                paired(res["frenzy"], res["sia"], reduction("avg_jct_h")), 0.12, 0.18,
                 detail=f"avg JCT: {jct}; GPU-hours: {gpu}; {notes[0] if 'philly' in wl_key else ''}".rstrip("; "),
             ))
             rows.append(claim_from_values(
@@ -346,7 +351,7 @@ def scenario_frenzy_sia(cfg: ReproduceConfig, runner: Runner, rankings: bool) ->
                 rows[-1].verdict = "control (no claim): GPUs consumed"
             rows.append(claim_from_values(
                 ClaimRow("Frenzy avg JCT lower than opportunistic (fifo)", "lower (Frenzy paper)", wl_key),
-                paired(res["frenzy"], res["fifo"], reduction("avg_jct")), 1e-9, 1.0,
+                paired(res["frenzy"], res["fifo"], reduction("avg_jct_h")), 1e-9, 1.0,
                 detail=f"GPU-hours: frenzy {mean_of(res['frenzy'], 'gpu_hours')}, "
                 f"fifo {mean_of(res['fifo'], 'gpu_hours')}",
             ))
@@ -361,7 +366,7 @@ def scenario_frenzy_sia(cfg: ReproduceConfig, runner: Runner, rankings: bool) ->
             ))
             rows.append(claim_from_values(
                 ClaimRow("Frenzy avg JCT lower than Sia with requested GPU counts", "12-18% lower (vs Sia)", wl_key),
-                paired(res["frenzy"], res["sia[requested]"], reduction("avg_jct")), 0.12, 0.18,
+                paired(res["frenzy"], res["sia[requested]"], reduction("avg_jct_h")), 0.12, 0.18,
                 detail=f"Sia restricted to each job's requested GPU count (rigid jobs, any GPU type); GPU-hours: "
                 f"sia[requested] {mean_of(res['sia[requested]'], 'gpu_hours')}",
             ))
@@ -372,8 +377,8 @@ def scenario_frenzy_sia(cfg: ReproduceConfig, runner: Runner, rankings: bool) ->
                 name = kw.get("ranking", DEFAULT_RANKING)
                 rows.append(claim_from_values(
                     ClaimRow(f"Frenzy vs Sia avg JCT, ranking {name}", "12-18% lower (ranking unspecified)", wl_key),
-                    paired(res[label], res["sia"], reduction("avg_jct")), 0.12, 0.18,
-                    detail=f"avg JCT {mean_of(res[label], 'avg_jct', 1 / 3600)} h, "
+                    paired(res[label], res["sia"], reduction("avg_jct_h")), 0.12, 0.18,
+                    detail=f"avg JCT {mean_of(res[label], 'avg_jct_h')} h, "
                     f"GPU-hours {mean_of(res[label], 'gpu_hours')}",
                 ))
     return rows
@@ -403,21 +408,21 @@ def scenario_asrpt(cfg: ReproduceConfig, runner: Runner) -> list[ClaimRow]:
         wl_key = f"{gen.name}-{gen.num_jobs}"
         runner.log(f"[asrpt] {wl_key}")
         res = {label: runner.run(wl_key, cluster, gen, label, pol, kw, seeds) for label, pol, kw in policies}
-        totals = ", ".join(f"{p} {mean_of(res[p], 'total_jct', 1 / 3600)}" for p, *_ in policies)
+        totals = ", ".join(f"{p} {mean_of(res[p], 'total_jct_h')}" for p, *_ in policies)
         for base in ("fifo", "sjf"):
             rows.append(claim_from_values(
                 ClaimRow(f"A-SRPT total JCT lower than {base}", "up to 92% lower", wl_key),
-                paired(res["asrpt[forest]"], res[base], reduction("total_jct")), 1e-9, 0.92,
+                paired(res["asrpt[forest]"], res[base], reduction("total_jct_h")), 1e-9, 0.92,
                 detail=f"total JCT (job-hours): {totals}" + (" (sjf is an oracle)" if base == "sjf" else ""),
             ))
         rows.append(claim_from_values(
             ClaimRow("A-SRPT with backfilling, total JCT lower than fifo", "up to 92% lower", wl_key),
-            paired(res["asrpt[forest,backfill]"], res["fifo"], reduction("total_jct")), 1e-9, 0.92,
+            paired(res["asrpt[forest,backfill]"], res["fifo"], reduction("total_jct_h")), 1e-9, 0.92,
             detail="A-SRPT's order with later jobs allowed to start when the head cannot (fifo backfills too)",
         ))
         rows.append(claim_from_values(
             ClaimRow(f"A-SRPT forest vs perfect prediction ({setting})", f"{gap}% higher total JCT", wl_key),
-            paired(res["asrpt[forest]"], res["asrpt[perfect]"], lambda a, b: a["total_jct"] / b["total_jct"] - 1),
+            paired(res["asrpt[forest]"], res["asrpt[perfect]"], lambda a, b: a["total_jct_h"] / b["total_jct_h"] - 1),
             gap / 100, gap / 100, null=0.0,
         ))
     return rows
@@ -436,18 +441,18 @@ def scenario_doubling(cfg: ReproduceConfig, runner: Runner) -> list[ClaimRow]:
         runner.log(f"[doubling] {wl_key} (load {load})")
         res = {s: runner.run(wl_key, "doubling-64", gen, f"doubling[{s}]", "doubling", {"strategy": s}, seeds)
                for s in strategies}
-        jct = ", ".join(f"{s} {mean_of(res[s], 'avg_jct', 1 / 3600)} h" for s in strategies)
+        jct = ", ".join(f"{s} {mean_of(res[s], 'avg_jct_h')} h" for s in strategies)
         paper = "2.63 h vs 6.20 h: 58% lower" if level == "moderate" else "lower (paper: moderate only)"
         lo = 0.5 if level == "moderate" else 1e-9
         for s in ("precompute", "exploratory"):
             rows.append(claim_from_values(
                 ClaimRow(f"Doubling {s} vs eight GPUs, {level} contention (load {load})", paper, wl_key),
-                paired(res[s], res["eight"], reduction("avg_jct")), lo, 1.0,
+                paired(res[s], res["eight"], reduction("avg_jct_h")), lo, 1.0,
                 detail=f"avg JCT: {jct}",
             ))
         rows.append(claim_from_values(
             ClaimRow(f"Doubling (precompute) vs unit-step greedy, {level} contention", "doubling better", wl_key),
-            paired(res["precompute"], res["unit_step"], reduction("avg_jct")), 1e-9, 1.0,
+            paired(res["precompute"], res["unit_step"], reduction("avg_jct_h")), 1e-9, 1.0,
         ))
     return rows
 
@@ -585,14 +590,15 @@ def plot_reproduce(result: ReproduceResult, out: Path) -> list[Path]:
     import pandas as pd
 
     from frenzy_env.evaluation import confidence_interval
+    from frenzy_env.plots import clipped_errors
 
     written: list[Path] = []
     if result.episodes:
         df = pd.DataFrame(result.episodes)
         groups = {
-            "jct_frenzy_sia.png": (df[~df.workload.str.startswith(("asrpt", "doubling"))], "avg_jct"),
-            "jct_asrpt.png": (df[df.workload.str.startswith("asrpt")], "total_jct"),
-            "jct_doubling.png": (df[df.workload.str.startswith("doubling")], "avg_jct"),
+            "jct_frenzy_sia.png": (df[~df.workload.str.startswith(("asrpt", "doubling"))], "avg_jct_h"),
+            "jct_asrpt.png": (df[df.workload.str.startswith("asrpt")], "total_jct_h"),
+            "jct_doubling.png": (df[df.workload.str.startswith("doubling")], "avg_jct_h"),
         }
         for fname, (sub, metric) in groups.items():
             if sub.empty:
@@ -602,13 +608,13 @@ def plot_reproduce(result: ReproduceResult, out: Path) -> list[Path]:
             for ax, wl in zip(axes[0], wls):
                 part = sub[sub.workload == wl]
                 labels = list(dict.fromkeys(part.policy))
-                stats = [confidence_interval(part[part.policy == p][metric] / 3600) for p in labels]
-                means = [s[0] for s in stats]
-                errs = [0 if math.isnan(s[1]) else s[1] for s in stats]
+                stats = [confidence_interval(part[part.policy == p][metric]) for p in labels]
+                means = np.array([s[0] for s in stats])
+                errs = clipped_errors(means, np.array([s[1] for s in stats]))  # never below 0
                 ax.bar(range(len(labels)), means, yerr=errs, capsize=3, color="tab:blue")
                 ax.set_xticks(range(len(labels)), labels, rotation=40, ha="right", fontsize=7)
                 ax.set_title(wl, fontsize=8)
-                ax.set_ylabel(("total JCT (job-hours)" if metric == "total_jct" else "avg JCT (h)"), fontsize=8)
+                ax.set_ylabel(("total JCT (job-hours)" if metric == "total_jct_h" else "avg JCT (h)"), fontsize=8)
             fig.tight_layout()
             fig.savefig(out / fname, dpi=110)
             plt.close(fig)

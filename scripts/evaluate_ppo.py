@@ -79,7 +79,7 @@ def learning_curve(run: Path, out: Path, validation_jobs: int) -> Path | None:
         ax2 = axes[1]
         trace = sel[sel.workload != "val-synthetic"]
         pts = []
-        for cand, value in zip(trace.candidate, trace.avg_jct_hours):
+        for cand, value in zip(trace.candidate, trace.avg_jct_h):
             name = Path(cand).name
             if name == "bc_model.zip":
                 pts.append((0, value))
@@ -92,7 +92,7 @@ def learning_curve(run: Path, out: Path, validation_jobs: int) -> Path | None:
         for name in ("frenzy", "doubling", "fifo"):
             row = trace[trace.candidate == name]
             if len(row):
-                value = float(row.avg_jct_hours.iloc[0])
+                value = float(row.avg_jct_h.iloc[0])
                 ax2.axhline(value, ls="--", lw=1, color=_COLOURS[name], label=f"{name} ({value:.1f} h)")
         ax2.set_ylim(0, None)
         ax2.set_xlabel("training steps")
@@ -116,8 +116,8 @@ def validation_baselines(out: Path, names: list[str], episodes: int, jobs: int) 
         pol = make_policy(name, env)
         from frenzy_env.evaluation import run_episode
 
-        values[name] = float(np.mean([run_episode(env, pol, seed=500 + i).metrics["avg_jct"] for i in range(episodes)]))
-        values[name] /= 3600.0
+        jct = [run_episode(env, pol, seed=500 + i).metrics["avg_jct_h"] for i in range(episodes)]
+        values[name] = float(np.mean(jct))
     (out / "validation_baselines.json").write_text(json.dumps(values, indent=2) + "\n")
 
 
@@ -157,16 +157,16 @@ def select_model(run: Path, out: Path, trace_dir: Path) -> Path:
         env = FrenzyEnv(cluster="frenzy-testbed", workload=gen)
         for name in ("frenzy", "doubling", "fifo"):
             pol = make_policy(name, env)
-            jct = np.mean([run_episode(env, pol, seed=s).metrics["avg_jct"] for s in seeds]) / 3600
-            rows.append({"workload": wl, "candidate": name, "avg_jct_hours": jct})
+            jct = np.mean([run_episode(env, pol, seed=s).metrics["avg_jct_h"] for s in seeds])
+            rows.append({"workload": wl, "candidate": name, "avg_jct_h": jct})
         for path in models:
             if path.is_file():
                 pol = load_policy(env, path)
-                jct = np.mean([run_episode(env, pol, seed=s).metrics["avg_jct"] for s in seeds]) / 3600
-                rows.append({"workload": wl, "candidate": str(path), "avg_jct_hours": jct})
+                jct = np.mean([run_episode(env, pol, seed=s).metrics["avg_jct_h"] for s in seeds])
+                rows.append({"workload": wl, "candidate": str(path), "avg_jct_h": jct})
     df = pd.DataFrame(rows)
-    best_base = df[df.candidate.isin(["frenzy", "doubling", "fifo"])].groupby("workload").avg_jct_hours.min()
-    df["relative"] = df.avg_jct_hours / df.workload.map(best_base)
+    best_base = df[df.candidate.isin(["frenzy", "doubling", "fifo"])].groupby("workload").avg_jct_h.min()
+    df["relative"] = df.avg_jct_h / df.workload.map(best_base)
     df.to_csv(out / "validation_selection.csv", index=False)
     scores = df[~df.candidate.isin(["frenzy", "doubling", "fifo"])].groupby("candidate").relative.mean()
     print(df.to_string(index=False))
@@ -224,7 +224,7 @@ def main() -> None:
         episodes.to_csv(args.out / "episodes.csv", index=False)
     summary = summarise(episodes)
     summary.to_csv(args.out / "summary.csv", index=False)
-    md = summary_markdown(summary, metrics=("avg_jct", "gpu_hours", "p95_jct", "makespan", "restarts", "ooms"))
+    md = summary_markdown(summary, metrics=("avg_jct_h", "gpu_hours", "p95_jct_h", "makespan_h", "restarts", "ooms"))
     (args.out / "summary.md").write_text(md)
     print(md)
     if args.run is not None:

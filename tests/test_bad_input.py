@@ -356,7 +356,7 @@ def test_a_workload_where_nothing_fits_ends_at_once_without_error():
     assert env.sim.done and info["rejected"] == 2 and not env.action_masks().any()
     _, reward, terminated, truncated, info = env.step(0)
     assert terminated and not truncated and info["metrics"]["rejected"] == 2
-    assert math.isnan(info["metrics"]["avg_jct"])
+    assert math.isnan(info["metrics"]["avg_jct_h"])
 
 
 # ----------------------------------------------------------------------------------------- actions

@@ -183,7 +183,7 @@ def test_named_models_run_as_their_own_policies_and_the_manifest_records_them(tm
     assert manifest["trace"]["format"] == "canonical" and manifest["workloads"] == ["trace.csv"]
     assert manifest["seeds"] == [5, 6]
     env = manifest["env"]
-    assert env["cluster"] == "frenzy-testbed" and env["queue_slots"] == 32
+    assert env["cluster"] == "frenzy-testbed" and env["queue_slots"] == 64
     assert env["sim_config"]["predictor"] == "extended"
 
 

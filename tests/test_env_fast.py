@@ -159,8 +159,9 @@ def _state(sim: ClusterSimulator) -> tuple:
     runs = [(j, r.plan, r.tp, r.counts.tolist(), r.held_since, r.progress_from, r.done_base, r.rate, r.will_oom,
              r.version) for j, r in sim.running.items()]
     records = [repr(r) for r in sim.records]  # (repr: nan equals nan)
+    attempts = [repr(a) for a in sim.attempts]
     st = sim.state
-    return (runs, records, sorted(sim._events), sim.now, sim.busy_gpus, sim.restarts,
+    return (runs, records, attempts, sorted(sim._events), sim.now, sim.busy_gpus, sim.restarts,
             list(sim.util_times), list(sim.util_busy), st.free.tolist(), st.owner.tolist(), st.cap.tolist(),
             st.free_t.tolist(), [list(g) for g in st._free_gpus], sim.run_plan.tolist(), sim.run_version.tolist(),
             sim.run_floats.tobytes(), sim.restart_count.tolist(), sim.status.tolist(), sim.queue)
@@ -184,7 +185,7 @@ def test_resize_is_stop_then_launch(placement):
             twin = copy.deepcopy(sim)
             run = twin.running[job]
             placed = twin._placement(job, plan, (twin.state.free + run.counts).tolist())
-            done = twin._stop(job)
+            done = twin._stop(job, "resized")
             twin.restarts += 1
             twin.records[job].restarts += 1
             twin.restart_count[job] += 1

@@ -202,13 +202,13 @@ def test_a_model_trained_on_flattened_observations_loads_and_plays(tmp_path):
     from gymnasium.wrappers import FlattenObservation
     from sb3_contrib import MaskablePPO
 
-    train_env = FlattenObservation(gym.make("frenzy/HeteroClusterSmall-v0"))
+    train_env = FlattenObservation(gym.make("frenzy/HeteroClusterSmall-v1"))
     model = MaskablePPO("MlpPolicy", train_env, n_steps=32, batch_size=32, n_epochs=1, seed=0, device="cpu")
     model.learn(32)
     path = tmp_path / "flat.zip"
     model.save(path)
 
-    env = gym.make("frenzy/HeteroClusterSmall-v0")
+    env = gym.make("frenzy/HeteroClusterSmall-v1")
     policy = load_policy(env, path)
     result = run_episode(env, policy, seed=0, max_steps=40)
     assert result.metrics["decisions"] == 40

@@ -354,7 +354,7 @@ def test_frenzy_evaluate_rllib_policy_on_the_ray_backend_matches_local(cli_run, 
               "--max-jobs", "10", "--seeds", "2", "--no-progress"]  # fmt: skip
     assert main([*common, "--out", str(tmp_path / "local")]) == 0
     assert main([*common, "--backend", "ray", "--num-cpus", "2", "--out", str(tmp_path / "ray")]) == 0
-    cols = ["policy", "seed", "avg_jct", "makespan", "invalid_actions"]
+    cols = ["policy", "seed", "avg_jct_h", "makespan_h", "invalid_actions"]
     local, remote = (
         pd.read_csv(tmp_path / run / "episodes.csv")[cols].sort_values("seed", ignore_index=True)
         for run in ("local", "ray")

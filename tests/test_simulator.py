@@ -71,11 +71,11 @@ def test_hand_computed_schedule(sim):
     fins = [r.finish_time for r in sim.records]
     assert fins == pytest.approx([f0, f1, f2])
     m = sim.metrics()
-    assert m["avg_jct"] == pytest.approx((f0 - 0 + f1 - 10 + f2 - 20) / 3)
-    assert m["makespan"] == pytest.approx(max(fins))
+    assert m["avg_jct_h"] == pytest.approx((f0 - 0 + f1 - 10 + f2 - 20) / 3 / 3600)
+    assert m["makespan_h"] == pytest.approx(max(fins) / 3600)
     gpu_hours = (4 * f0 + 4 * (f1 - 10) + 1 * (f2 - f0)) / 3600
     assert m["gpu_hours"] == pytest.approx(gpu_hours)
-    assert m["utilisation"] == pytest.approx(gpu_hours * 3600 / (8 * max(fins)))
+    assert m["utilisation_frac"] == pytest.approx(gpu_hours * 3600 / (8 * max(fins)))
     sim.check_invariants()
 
 
@@ -98,6 +98,37 @@ def test_resize_pays_overhead_and_keeps_progress(tiny_cluster, tiny_workload):
     assert sim.records[0].finish_time == pytest.approx(expected)
     # GPU-hours: 2 GPUs for 10 s, then 4 GPUs until the finish
     assert sim.records[0].gpu_seconds == pytest.approx(2 * 10.0 + 4 * (expected - 10.0))
+
+
+def test_attempt_log_keeps_every_allocation(make_job, make_workload):
+    """Each start or resize opens an attempt (GPU type, count, layout, the GPUs held, times); the stop that ends
+    it records its end and outcome, and nothing else about the episode changes."""
+    cluster = ClusterSpec.from_counts("two", {"V100-32GB": (1, 4), "A100-80GB": (1, 4)})  # A100 GPUs are 4-7
+    wl = make_workload(make_job(0, 0.0, 1000.0), make_job(1, 10.0, 300.0), make_job(2, 10.0, 200.0))
+    sim = ClusterSimulator(cluster, wl, SimConfig(startup_time=5.0, restart_overhead=10.0))
+    a2, a4 = sim.plan_index("A100-80GB", 2), sim.plan_index("A100-80GB", 4)
+    v1 = sim.plan_index("V100-32GB", 1)
+    assert sim.start(0, a2)
+    sim.advance()  # t = 10: jobs 1 and 2 arrive
+    assert sim.resize(0, a4) and sim.start(1, v1) and sim.start(2, v1)
+    assert sim.preempt(2)
+    assert sim.start(2, v1)
+    assert [a.outcome for a in sim.attempts] == ["resized", "running", "running", "preempted", "running"]
+    while not sim.done:
+        sim.advance()
+    fin = [r.finish_time for r in sim.records]
+    assert [(a.job_id, a.gpu_type, a.num_gpus, a.gpus, a.start_time, a.end_time, a.outcome) for a in sim.attempts] == [
+        (0, "A100-80GB", 2, (4, 5), 0.0, 10.0, "resized"),
+        (0, "A100-80GB", 4, (4, 5, 6, 7), 10.0, fin[0], "finished"),
+        (1, "V100-32GB", 1, (0,), 10.0, fin[1], "finished"),
+        (2, "V100-32GB", 1, (1,), 10.0, 10.0, "preempted"),
+        (2, "V100-32GB", 1, (1,), 10.0, fin[2], "finished"),
+    ]
+    assert [a.progress_from for a in sim.attempts[:2]] == [5.0, 25.0]  # start-up 5 s; restart 10 s + start-up
+    assert (sim.attempts[1].dp, sim.attempts[1].tp) == (sim.records[0].dp, sim.records[0].tp)
+    sim.check_invariants()
+    sim.reset_state()
+    assert sim.attempts == []
 
 
 def test_preempt_returns_job_to_queue_in_arrival_order(sim):
@@ -125,6 +156,7 @@ def test_oom_with_frenzy_predictor_then_learns(make_job, make_workload):
     sim.advance()
     assert sim.now == 30.0 and sim.records[0].oom_failures == 1
     assert sim.status[0] in (QUEUED, REJECTED)
+    assert [(a.outcome, a.start_time, a.end_time) for a in sim.attempts] == [("oom", 0.0, 30.0)]
     assert sim.oom_known[0, plan] and not sim.start(0, plan)
     sim.check_invariants()
 
@@ -136,7 +168,7 @@ def test_job_that_fits_nowhere_is_rejected_with_reason(make_job, make_workload):
     sim = ClusterSimulator(cluster, wl)
     assert sim.done and sim.status[0] == REJECTED
     assert "GiB" in sim.records[0].rejected_reason
-    assert math.isnan(sim.metrics()["avg_jct"])
+    assert math.isnan(sim.metrics()["avg_jct_h"])
 
 
 def test_illegal_actions_change_nothing(sim):

@@ -56,8 +56,8 @@ def _callbacks(cfg: TrainConfig, out: Path, eval_env: Any) -> list[Any]:
             for info in self.locals.get("infos", ()):
                 m = info.get("metrics")
                 if m:
-                    self.last_jct = m["avg_jct"] / 3600.0
-                    self.logger.record_mean("rollout/avg_jct_hours", self.last_jct)
+                    self.last_jct = m["avg_jct_h"]
+                    self.logger.record_mean("rollout/avg_jct_h", self.last_jct)
                     self.logger.record_mean("rollout/gpu_hours", m["gpu_hours"])
             if self.bar is not None:
                 self.bar.update(self.training_env.num_envs)

@@ -85,7 +85,7 @@ def collect_teacher(cfg: TrainConfig, generator: Any) -> dict[str, Any]:
             g = rewards[t] + p.gamma * g
             ep_returns[t] = g
         returns.append(ep_returns)
-        jcts.append(info["metrics"]["avg_jct"] / 3600.0)
+        jcts.append(info["metrics"]["avg_jct_h"])
     return {
         "obs": {k: np.stack(v) for k, v in obs_buf.items()},
         "masks": np.stack(masks),

@@ -228,7 +228,7 @@ def replay(env: Any, policy: Any, *, seed: int = 0, budget_s: float = math.inf) 
         "decisions": float(lat.size),
         "latency_median_ms": float(np.median(lat)) if lat.size else math.nan,
         "latency_p99_ms": float(np.percentile(lat, 99)) if lat.size else math.nan,
-        "avg_jct_h": m["avg_jct"] / 3600.0,
+        "avg_jct_h": m["avg_jct_h"],
     }
 
 

@@ -134,7 +134,7 @@ def _workload_factory(args: argparse.Namespace, cluster: Any = None) -> tuple[li
 
 def _evaluate_locally(
     args: argparse.Namespace, make_env: Any, policies: dict, workloads: list[str], seeds: range, save: Any,
-    names: list[str], saved: Any,
+    names: list[str], saved: Any, on_result: Any = None,
 ) -> tuple[Any, Any]:
     """The local backend; a failing episode stops the sweep with a message naming it (``saved()``: the
     number of episodes finished so far, which ``save`` wrote)."""
@@ -142,7 +142,8 @@ def _evaluate_locally(
 
     out: Path | None = args.out
     try:
-        return evaluate(make_env, policies, workloads, seeds, progress=not args.no_progress, on_episode=save)
+        return evaluate(make_env, policies, workloads, seeds, progress=not args.no_progress, on_episode=save,
+                        on_result=on_result)
     except KeyboardInterrupt:
         if out is not None and saved():
             print(f"frenzy: {saved()} finished episode(s) are saved in {out}", file=sys.stderr)
@@ -163,6 +164,7 @@ def _evaluate_locally(
 def _evaluate_on_ray(
     args: argparse.Namespace, make_env: Any, policies: dict, workloads: list[str], seeds: range, save: Any,
     modules: list[Any],
+    on_result: Any = None,
 ) -> tuple[Any, Any, list]:
     """The Ray backend: one task per episode; failed tasks are retried once and reported. ``modules``: those
     of MODULE:ATTR policies, sent to the workers by value (they may not import them)."""
@@ -173,7 +175,8 @@ def _evaluate_on_ray(
         ray.cloudpickle.register_pickle_by_value(module)
     started = connect(args.address, args.num_cpus)
     try:
-        return evaluate_ray(make_env, policies, workloads, seeds, progress=not args.no_progress, on_episode=save)
+        return evaluate_ray(make_env, policies, workloads, seeds, progress=not args.no_progress, on_episode=save,
+                            on_result=on_result)
     finally:
         if started:
             ray.shutdown()
@@ -186,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
     from frenzy_env.cli import policies as policy_specs
     from frenzy_env.cluster import ClusterSpec
     from frenzy_env.env import FrenzyEnv
-    from frenzy_env.evaluation import summarise, summary_markdown
+    from frenzy_env.evaluation import interval_note, summarise, summary_markdown
 
     if args.backend != "ray":
         for flag in ("address", "num_cpus"):
@@ -225,29 +228,44 @@ def run(args: argparse.Namespace) -> int:
 
     policies = {spec.name: spec.factory for spec in specs}
     failures: list[Any] = []
+    schedules: dict = {}  # (workload, policy) -> (seed, attempts, first submission) of the first seed
+
+    def keep_schedule(workload: str, policy: str, seed: int, result: Any) -> None:
+        if seed == seeds[0]:
+            schedules[(workload, policy)] = (seed, result.attempts, float(result.jobs["submit_time_s"].min()))
+
     if args.backend == "ray":
         modules = [policy_specs.module_of(spec) for spec in specs if spec.kind == "module"]
-        jobs, episodes, failures = _evaluate_on_ray(args, make_env, policies, workloads, seeds, save, modules)
+        jobs, episodes, failures = _evaluate_on_ray(
+            args, make_env, policies, workloads, seeds, save, modules, keep_schedule
+        )
     else:
-        jobs, episodes = _evaluate_locally(args, make_env, policies, workloads, seeds, save, names, lambda: saved)
+        jobs, episodes = _evaluate_locally(
+            args, make_env, policies, workloads, seeds, save, names, lambda: saved, keep_schedule
+        )
     if failures and episodes.empty:
         _report_failures(failures)
         return 1
     summary = summarise(episodes)
     md = summary_markdown(summary)
+    note = interval_note(summary)
+    if note is not None:
+        print(f"frenzy: warning: {note}", file=sys.stderr)
     if out is not None:
         summary.to_csv(out / "summary.csv", index=False)
         (out / "summary.md").write_text(md)
-        from frenzy_env.plots import plot_results
+        from frenzy_env.plots import plot_results, plot_schedules
 
         plot_results(jobs, episodes, summary, out)
+        plot_schedules(schedules, cluster, out)
     if args.json:
         print(json.dumps(json.loads(summary.to_json(orient="records")), indent=2))
     else:
         print(f"cluster {cluster.name} ({cluster.num_gpus} GPUs), {args.seeds} seed(s)")
         print(md)
         if out is not None:
-            print(f"wrote {out}: jobs.csv, episodes.csv, summary.csv, summary.md, manifest.json and the plots (PNG)")
+            print(f"wrote {out}: jobs.csv, episodes.csv, summary.csv, summary.md, manifest.json, the plots and a "
+                  "schedule picture per policy (PNG)")
     if failures:
         _report_failures(failures)
         return 1

@@ -27,7 +27,8 @@ Every state array is numpy; per-step work is O(queue window x plan slots) with n
 
 Modules, one layer each (see ``frenzy benchmark`` for what the layers buy):
 
-* :mod:`~frenzy_env.simulator.config`: :class:`SimConfig`, the job statuses, :class:`JobRecord`;
+* :mod:`~frenzy_env.simulator.config`: :class:`SimConfig`, the job statuses, :class:`JobRecord`,
+  :class:`AttemptRecord`;
 * :mod:`~frenzy_env.simulator.plans`: :class:`PlanTable`, the plan slots and job x plan matrices, built once;
 * :mod:`~frenzy_env.simulator.state`: the cluster state with O(nodes touched) updates of the placeable GPUs;
 * :mod:`~frenzy_env.simulator.masks`: the start and resize masks as table look-ups, and their caches;
@@ -47,6 +48,7 @@ from frenzy_env.simulator.config import (
     REJECTED,
     RUNNING,
     WORK_INFO,
+    AttemptRecord,
     JobRecord,
     SimConfig,
 )
@@ -56,6 +58,6 @@ from frenzy_env.simulator.plans import PlanTable
 from frenzy_env.simulator.state import _SimState
 
 __all__ = [
-    "DONE", "FUTURE", "PREDICTORS", "QUEUED", "REJECTED", "RUNNING", "WORK_INFO", "JobRecord", "SimConfig",
-    "_FINISH", "_OOM", "ClusterSimulator", "_Running", "_NO_FIT", "_MaskCache", "PlanTable", "_SimState",
+    "DONE", "FUTURE", "PREDICTORS", "QUEUED", "REJECTED", "RUNNING", "WORK_INFO", "AttemptRecord", "JobRecord",
+    "SimConfig", "_FINISH", "_OOM", "ClusterSimulator", "_Running", "_NO_FIT", "_MaskCache", "PlanTable", "_SimState",
 ]

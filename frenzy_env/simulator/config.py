@@ -1,5 +1,6 @@
 """The simulator's vocabulary: its settings (:class:`SimConfig`), the job statuses and the per-job record of what
-happened (:class:`JobRecord`, one row of the per-job table)."""
+happened (:class:`JobRecord`, one row of the per-job table; :class:`AttemptRecord`, one allocation of GPUs to
+a job)."""
 
 from __future__ import annotations
 
@@ -88,3 +89,20 @@ class JobRecord:
     gpu_seconds: float = 0.0
     rejected_reason: str = ""
 
+
+
+@dataclass(slots=True)
+class AttemptRecord:
+    """One attempt of a job: an allocation of GPUs from a start or resize to the stop that ended it (times in
+    seconds of the simulator's clock)."""
+
+    job_id: int
+    gpu_type: str
+    num_gpus: int
+    dp: int
+    tp: int
+    gpus: tuple[int, ...]  # the cluster's GPU indices it held (ascending; node by node)
+    start_time: float  # GPUs taken
+    progress_from: float  # first iteration (after start-up and any restart overhead)
+    end_time: float = math.nan  # GPUs released (nan while running)
+    outcome: str = "running"  # "finished", "oom", "resized", "preempted" or "running"

@@ -1,7 +1,7 @@
 """The simulator's event core: :class:`ClusterSimulator`, the one public class, with the dynamic state of an
 episode and what changes it (arrivals, start, resize, preempt, finishes, out-of-memory failures, requeues),
-the per-job records, metrics and invariants; the world model it implements is in the package docstring
-(:mod:`frenzy_env.simulator`).
+the per-job records, the attempt log (``attempts``), metrics and invariants; the world model it implements is
+in the package docstring (:mod:`frenzy_env.simulator`).
 
 It holds the fields of its :class:`~frenzy_env.simulator.plans.PlanTable` as its own attributes, inherits the
 masks and their caches from :class:`~frenzy_env.simulator.masks._MaskLayer` and keeps its GPUs in a
@@ -25,7 +25,7 @@ import numpy as np
 from frenzy_env.cluster import ClusterSpec
 from frenzy_env.errors import ConfigError
 from frenzy_env.placement import place
-from frenzy_env.simulator.config import DONE, QUEUED, REJECTED, RUNNING, JobRecord, SimConfig
+from frenzy_env.simulator.config import DONE, QUEUED, REJECTED, RUNNING, AttemptRecord, JobRecord, SimConfig
 from frenzy_env.simulator.masks import _MaskLayer
 from frenzy_env.simulator.plans import PlanTable
 from frenzy_env.simulator.state import _SimState
@@ -101,6 +101,8 @@ class ClusterSimulator(_MaskLayer):
         self.done_iters = np.zeros(n, dtype=np.float64)
         self.oom_known = np.zeros((n, self.num_plans), dtype=bool)  # (J, P) plans that crashed
         self.records = [JobRecord(job_id=j.job_id, submit_time=float(j.submit_time)) for j in self.jobs]
+        self.attempts: list[AttemptRecord] = []  # every allocation of GPUs, in start order
+        self._attempt_of: dict[int, AttemptRecord] = {}  # running job -> its open attempt
         self.queue: list[int] = []  # job indices, sorted (arrival order)
         self.running: dict[int, _Running] = {}  # insertion order = start order
         self._events: list[tuple[float, int, int, int, int]] = []  # (time, kind, seq, job, version)
@@ -272,6 +274,7 @@ class ClusterSimulator(_MaskLayer):
         rec = self.records[job]
         rec.gpu_seconds += held * (now - run.held_since)
         self.busy_gpus -= held  # (_launch records the utilisation once, at the final count)
+        self._end_attempt(job, "resized")
         self.restarts += 1
         rec.restarts += 1
         self.restart_count[job] += 1
@@ -282,7 +285,7 @@ class ClusterSimulator(_MaskLayer):
         """Checkpoint running ``job`` and put it back in the queue (keeps its progress). False if illegal."""
         if job not in self.running:
             return False
-        self.done_iters[job] = self._stop(job)
+        self.done_iters[job] = self._stop(job, "preempted")
         self.restarts += 1
         self.records[job].restarts += 1
         self.restart_count[job] += 1
@@ -438,6 +441,10 @@ class ClusterSimulator(_MaskLayer):
         floats[job, 2] = rate
         rec.gpu_type = self.gpu_types[t]
         rec.num_gpus, rec.dp, rec.tp = num, num // tp, tp
+        self._attempt_of[job] = attempt = AttemptRecord(
+            rec.job_id, rec.gpu_type, num, num // tp, tp, tuple(map(int, self.state._held[job])), now, progress_from
+        )
+        self.attempts.append(attempt)
         self._set_busy(self.busy_gpus + num)
         if will_oom:
             self._push(now + cfg.oom_delay, _OOM, job, version)
@@ -445,9 +452,11 @@ class ClusterSimulator(_MaskLayer):
             remaining = max(0.0, float(self.work[job]) - done_base)
             self._push(progress_from + remaining * it, _FINISH, job, version)
 
-    def _stop(self, job: int) -> float:
-        """Release the job's GPUs and account GPU-seconds; returns iterations done."""
+    def _stop(self, job: int, outcome: str) -> float:
+        """Release the job's GPUs, account GPU-seconds and end the attempt with ``outcome``; returns iterations
+        done."""
         run = self.running.pop(job)
+        self._end_attempt(job, outcome)
         self.running_version += 1
         self.run_plan[job] = -1
         self.run_version[job] = -1
@@ -460,8 +469,12 @@ class ClusterSimulator(_MaskLayer):
         self._set_busy(self.busy_gpus - held)
         return done
 
+    def _end_attempt(self, job: int, outcome: str) -> None:
+        attempt = self._attempt_of.pop(job)
+        attempt.end_time, attempt.outcome = self.now, outcome
+
     def _finish(self, job: int) -> None:
-        self._stop(job)
+        self._stop(job, "finished")
         self.done_iters[job] = self.work[job]
         self.status[job] = DONE
         self.records[job].finish_time = self.now
@@ -469,7 +482,7 @@ class ClusterSimulator(_MaskLayer):
 
     def _oom(self, job: int) -> None:
         run = self.running[job]
-        self._stop(job)
+        self._stop(job, "oom")
         self.oom_known[job, run.plan] = True
         self.avail[job, run.plan] = False
         self._avail_version += 1
@@ -534,9 +547,11 @@ class ClusterSimulator(_MaskLayer):
         for job, run in self.running.items():
             assert (self.state.allocation(job) == run.counts).all(), f"job {job} allocation drifted"
         assert (self.done_iters <= self.work + 1e-9).all(), "work done exceeds work asked"
+        assert self._attempt_of.keys() == self.running.keys(), "open attempts and running jobs disagree"
 
     def metrics(self) -> dict[str, float]:
-        """Episode metrics computed from the per-job records (see DESIGN.md, Metrics)."""
+        """Episode metrics computed from the per-job records; each name ends in its unit (``_h`` hours,
+        ``_frac`` a fraction in [0, 1]; ``gpu_hours`` GPU-hours; the others are counts)."""
         fin = [r for r in self.records if not math.isnan(r.finish_time)]
         jct = np.array([r.finish_time - r.submit_time for r in fin]) if fin else np.zeros(0)
         first = float(self.submit[0])
@@ -549,11 +564,11 @@ class ClusterSimulator(_MaskLayer):
             "jobs": float(self.num_jobs),
             "finished": float(self.finished),
             "rejected": float(self.rejected),
-            "avg_jct": float(jct.mean()) if jct.size else math.nan,
-            "p95_jct": float(np.percentile(jct, 95)) if jct.size else math.nan,
-            "makespan": float(makespan),
+            "avg_jct_h": float(jct.mean()) / 3600.0 if jct.size else math.nan,
+            "p95_jct_h": float(np.percentile(jct, 95)) / 3600.0 if jct.size else math.nan,
+            "makespan_h": float(makespan) / 3600.0,
             "gpu_hours": gpu_seconds / 3600.0,
-            "utilisation": float(util),
+            "utilisation_frac": float(util),
             "ooms": float(self.oom_failures),
             "restarts": float(self.restarts),
         }
