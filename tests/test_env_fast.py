@@ -54,7 +54,7 @@ def _reference_masks(env: FrenzyEnv) -> np.ndarray:
     """The mask from the simulator's own start_mask / resize_mask and the documented action layout."""
     sim, q, r, p = env.sim, env.queue_slots, env.running_slots, env.num_plans
     mask = np.zeros(1 + (q + r) * p, dtype=bool)
-    mask[0] = sim.has_pending_events()
+    mask[0] = sim.done or sim.has_pending_events()  # "wait" stays legal at the end
     queue = np.array(sim.queue[:q], dtype=np.int64)
     running = np.array(list(sim.running)[:r], dtype=np.int64)
     if queue.size:
@@ -70,7 +70,7 @@ def _placer_masks(env: FrenzyEnv) -> np.ndarray:
     sim, q, r, p = env.sim, env.queue_slots, env.running_slots, env.num_plans
     spec = env.cluster
     mask = np.zeros(1 + (q + r) * p, dtype=bool)
-    mask[0] = sim.has_pending_events()
+    mask[0] = sim.done or sim.has_pending_events()  # "wait" stays legal at the end
     strategy = sim.config.placement
 
     def fits(job: int, plan: int, free: np.ndarray) -> bool:

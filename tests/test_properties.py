@@ -53,7 +53,7 @@ def expected_mask(env: FrenzyEnv) -> np.ndarray:
     sim = env.sim
     q, r, p = env.queue_slots, env.running_slots, env.num_plans
     mask = np.zeros(1 + q * p + r * p, dtype=bool)
-    mask[0] = sim.has_pending_events()
+    mask[0] = sim.done or sim.has_pending_events()  # "wait" stays legal at the end
     queue = np.array(sim.queue[:q], dtype=np.int64)
     running = np.array(list(sim.running)[:r], dtype=np.int64)  # start order
     assert (queue == env.visible_queue).all() and (running == env.visible_running).all()
