@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -56,5 +57,38 @@ class ScriptedPolicy:
         deterministic: bool = True,
         action_masks: np.ndarray | None = None,
     ) -> tuple[np.ndarray, Any]:
-        mask = self.env.action_masks() if action_masks is None else np.asarray(action_masks, dtype=bool)
-        return np.array(self.act(mask)), state
+        """stable-baselines3's ``predict``: the action of :meth:`act` on ``action_masks`` (the env's when None).
+
+        One observation gives a 0-d action. A batch of one (what sb3-contrib's ``evaluate_policy`` passes
+        from a one-env ``VecEnv``: masks of shape (1, A), observation entries with a leading 1) gives an
+        action of shape (1,); a larger batch raises ``ValueError``, since a scripted policy reads the one
+        simulator of the env it is bound to. With a batch, a true ``episode_start`` (SB3 passes it at an
+        episode's first step) calls :meth:`reset` first: SB3's loops never call it, while the evaluation loop
+        (unbatched) does.
+        """
+        batch = _batch_size(observation, action_masks)
+        if batch is not None and batch != 1:
+            raise ValueError(
+                f"{type(self).__name__} acts for one environment (it reads that env's simulator), got a batch of"
+                f" {batch}: evaluate it on a single env or a VecEnv of one"
+            )
+        if batch is not None and episode_start is not None and np.asarray(episode_start).any():
+            self.reset()
+        if action_masks is None:
+            mask = self.env.action_masks()
+        else:
+            mask = np.asarray(action_masks, dtype=bool).reshape(-1)
+        action = np.array(self.act(mask))
+        return (action.reshape(1) if batch is not None else action), state
+
+
+def _batch_size(observation: Any, action_masks: Any) -> int | None:
+    """The leading batch dimension of ``action_masks`` (A,) or (n, A), else of the observation's
+    ``action_mask`` entry; None for one unbatched observation."""
+    if action_masks is not None:
+        masks = np.asarray(action_masks)
+    elif isinstance(observation, Mapping) and "action_mask" in observation:
+        masks = np.asarray(observation["action_mask"])
+    else:
+        return None
+    return int(masks.shape[0]) if masks.ndim == 2 else None

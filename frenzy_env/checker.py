@@ -176,7 +176,7 @@ class InvariantChecker:
         _require(terminated == sim.done, f"terminated={terminated} but sim.done={sim.done}")
         end = terminated or truncated
         self._check_transitions()
-        self._check_obs(obs, info)
+        self._check_obs(obs, info, truncated)
         self.check_state(full=end or self._steps % self.full_every == 0)
         if end:
             _require("metrics" in info, "the final info has no metrics")
@@ -332,13 +332,17 @@ class InvariantChecker:
             self._ooms[j] = sim.records[j].oom_failures
         self._prev_now, self._prev_status, self._prev_progress = now, st.copy(), prog
 
-    def _check_obs(self, obs: dict, info: dict) -> None:
+    def _check_obs(self, obs: dict, info: dict, truncated: bool = False) -> None:
         env, sim = self.env, self.sim
         mask = env.action_masks()
         _require(obs["action_mask"].dtype == np.int8 and (obs["action_mask"] == mask).all(), "obs mask != mask")
         _require((info["action_mask"] == mask).all(), "info mask != mask")
-        _require(bool(mask[0]) == sim.has_pending_events(), "wait legal iff events are pending")
-        _require(mask.any() or sim.done, "no legal action although the episode is not over (deadlock)")
+        _require(
+            bool(mask[0]) == (sim.has_pending_events() or sim.done or truncated),
+            "wait legal iff events are pending or the episode is over",
+        )
+        _require(not sim.done or not mask[1:].any(), "a start or resize is legal after the last job")
+        _require(mask.any(), "no legal action (a deadlock, or an empty final mask)")
         _require(info["time"] == sim.now, "info time != simulator time")
         _require(
             info["finished"] == sim.finished

@@ -97,7 +97,10 @@ class FrenzyEnv(gym.Env):
 
     ## Episode End
     ``terminated`` when every job has finished or been rejected; ``truncated`` after ``max_steps`` steps
-    (if set). The final ``info["metrics"]`` holds the episode metrics.
+    (if set). The final ``info["metrics"]`` holds the episode metrics. The final observation's mask (and
+    ``info["action_mask"]``, ``action_masks()``) allows "wait", so it is never empty and masked sampling
+    (``rng.choice(np.flatnonzero(mask))``, vector envs) works on it; stepping after the end still raises
+    until ``reset()``. (A workload whose jobs are all rejected at once starts terminated: "wait" ends it.)
 
     ## Arguments
     ``cluster`` (ClusterSpec or preset name), ``workload`` (Workload, generator with ``generate(seed)``, or
@@ -312,6 +315,8 @@ class FrenzyEnv(gym.Env):
         self._steps += 1
         terminated = sim.done
         truncated = bool(self.max_steps is not None and self._steps >= self.max_steps and not terminated)
+        if truncated:
+            self._mask[0] = True  # as at termination: the final mask always allows "wait"
         info = self._info({"jct": jct_reward, "invalid": invalid})
         if terminated or truncated:
             info["metrics"] = self.episode_metrics()
@@ -459,7 +464,7 @@ class FrenzyEnv(gym.Env):
         """The mask of the actions legal now, written into ``_mask``."""
         sim = self.sim
         self._update_visible()
-        self._mask[0] = sim.has_pending_events()
+        self._mask[0] = sim.done or sim.has_pending_events()  # at the end, "wait": never an empty mask
         self._mask[1 : self.first_start] = not sim.done  # timed waits: time may always pass
         rows = self._mask_rows
         self._legal_moves = sim.legal_masks(self._visible_queue, self._visible_running, self.queue_slots, rows)

@@ -353,9 +353,11 @@ def test_a_job_that_fits_nowhere_is_rejected_with_a_reason_and_the_rest_run():
 def test_a_workload_where_nothing_fits_ends_at_once_without_error():
     env = _tiny_env(("llama-2-70b", "llama-3.1-70b"))
     _, info = env.reset(seed=0)
-    assert env.sim.done and info["rejected"] == 2 and not env.action_masks().any()
+    mask = env.action_masks()
+    assert env.sim.done and info["rejected"] == 2 and mask[0] and not mask[1:].any()  # only "wait", never empty
     _, reward, terminated, truncated, info = env.step(0)
     assert terminated and not truncated and info["metrics"]["rejected"] == 2
+    assert reward == 0.0 and info["invalid_actions"] == 0
     assert math.isnan(info["metrics"]["avg_jct_h"])
 
 

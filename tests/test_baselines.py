@@ -280,3 +280,66 @@ def test_every_baseline_runs_through_run_episode(name):
     env.sim.check_invariants()
     again = run_episode(env, make_policy(name, env), seed=1)  # deterministic
     assert again.metrics["avg_jct_h"] == m["avg_jct_h"]
+
+
+# ------------------------------------------------------------------------------------ batched (VecEnv) input
+@pytest.mark.parametrize("name", ["frenzy", "sia", "random"])
+def test_sb3_contrib_evaluate_policy_runs_a_scripted_policy_on_a_vec_env_of_one(name):
+    from sb3_contrib.common.maskable.evaluation import evaluate_policy
+    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from frenzy_env.workload import make_generator
+
+    env = Monitor(FrenzyEnv(workload=make_generator("synthetic-small", num_jobs=6)))
+    policy = make_policy(name, env)
+    rewards, lengths = evaluate_policy(
+        policy, DummyVecEnv([lambda: env]), n_eval_episodes=2, use_masking=True, return_episode_rewards=True
+    )
+    assert len(rewards) == 2 and all(r < 0 for r in rewards) and all(n > 0 for n in lengths)
+    assert env.unwrapped.episode_metrics()["invalid_actions"] == 0
+
+
+def test_a_scripted_policy_keeps_the_batch_dimension_and_refuses_a_batch_of_several():
+    env = FrenzyEnv(workload="synthetic-small")
+    obs, _ = env.reset(seed=0)
+    policy = make_policy("frenzy", env)
+    single, _ = policy.predict(obs, action_masks=env.action_masks())
+    assert single.shape == ()
+    batched_obs = {k: v[None] for k, v in obs.items()}
+    for masks in (env.action_masks()[None], None):  # the masks given, or read from the batched observation
+        action, _ = policy.predict(batched_obs, action_masks=masks, episode_start=np.ones(1, dtype=bool))
+        assert action.shape == (1,) and int(action[0]) == int(single)
+    with pytest.raises(ValueError, match="batch of 2"):
+        policy.predict({k: np.stack([v, v]) for k, v in obs.items()}, action_masks=np.stack([obs["action_mask"]] * 2))
+
+
+def test_evaluate_policy_episodes_equal_fresh_ones_since_a_batched_episode_start_resets_the_policy():
+    from sb3_contrib.common.maskable.evaluation import evaluate_policy
+    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from frenzy_env.workload import make_generator
+
+    workload = make_generator("synthetic-small", num_jobs=6)
+    env = Monitor(FrenzyEnv(workload=workload))
+    seeds: list[int] = []  # the workload seed of each episode evaluate_policy played
+
+    def note(locals_: dict, _: dict) -> None:
+        if not locals_["done"] and env.unwrapped.episode_seed not in seeds:
+            seeds.append(env.unwrapped.episode_seed)
+
+    rewards, _ = evaluate_policy(make_policy("sia", env), DummyVecEnv([lambda: env]), n_eval_episodes=3,
+                                 use_masking=True, return_episode_rewards=True, callback=note)
+    assert len(seeds) == 3
+    for seed, reward in zip(seeds, rewards):
+        fresh = FrenzyEnv(workload=workload)
+        policy = make_policy("sia", fresh)
+        fresh.reset(seed=seed)
+        policy.reset()
+        total, done = 0.0, False
+        while not done:
+            action, _ = policy.predict(None)
+            _, r, terminated, truncated, _ = fresh.step(int(action))
+            total, done = total + r, terminated or truncated
+        assert reward == pytest.approx(total, abs=1e-5)

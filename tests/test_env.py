@@ -179,3 +179,43 @@ def test_maskable_ppo_learns_a_few_hundred_steps():
     obs, _ = env.reset(seed=0)
     action, _ = model.predict(obs, action_masks=env.action_masks(), deterministic=True)
     assert env.action_masks()[int(action)]
+
+
+# ------------------------------------------------------------------------------------- the final observation
+def _tiny(**kw) -> dict:
+    from frenzy_env.workload import make_generator
+
+    return {"cluster": "frenzy-testbed", "workload": make_generator("synthetic-small", num_jobs=5), **kw}
+
+
+@pytest.mark.parametrize("max_steps", [None, 3])
+def test_the_final_mask_allows_wait_and_stepping_on_needs_a_reset(max_steps):
+    env = FrenzyEnv(**_tiny(max_steps=max_steps))
+    obs, _ = env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    terminated = truncated = False
+    while not (terminated or truncated):
+        obs, _, terminated, truncated, info = env.step(int(rng.choice(np.flatnonzero(obs["action_mask"]))))
+    assert truncated == (max_steps is not None) and terminated == (max_steps is None)
+    mask = env.action_masks()
+    assert mask[0] and (obs["action_mask"] == mask).all() and (info["action_mask"] == mask).all()
+    if terminated:
+        assert not mask[1:].any()  # nothing left to start or resize
+    rng.choice(np.flatnonzero(obs["action_mask"]))  # CleanRL-style sampling works on the final observation
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(0)
+
+
+def test_sync_vector_env_with_masked_random_sampling_runs_through_episode_ends():
+    envs = gym.vector.SyncVectorEnv([lambda: gym.make("frenzy/HeteroClusterSmall-v1", **_tiny()) for _ in range(2)])
+    obs, _ = envs.reset(seed=0)
+    rng = np.random.default_rng(0)
+    ends = 0
+    for _ in range(2000):
+        actions = np.array([rng.choice(np.flatnonzero(m)) for m in obs["action_mask"]])  # as CleanRL samples
+        obs, _, terminated, truncated, _ = envs.step(actions)
+        ends += int(np.sum(terminated | truncated))
+        if ends >= 6:
+            break
+    envs.close()
+    assert ends >= 6

@@ -55,7 +55,7 @@ def _reference_masks(env: FrenzyEnv) -> np.ndarray:
     sim, q, r, p = env.sim, env.queue_slots, env.running_slots, env.num_plans
     w = len(env.wait_options)
     mask = np.zeros(1 + w + (q + r) * p, dtype=bool)
-    mask[0] = sim.has_pending_events()
+    mask[0] = sim.done or sim.has_pending_events()  # "wait" stays legal at the end
     mask[1 : 1 + w] = not sim.done  # the timed waits
     queue = np.array(sim.queue[:q], dtype=np.int64)
     running = np.array(list(sim.running)[:r], dtype=np.int64)
@@ -73,8 +73,8 @@ def _placer_masks(env: FrenzyEnv) -> np.ndarray:
     spec = env.cluster
     w = len(env.wait_options)
     mask = np.zeros(1 + w + (q + r) * p, dtype=bool)
-    mask[0] = sim.has_pending_events()
-    mask[1 : 1 + w] = not sim.done
+    mask[0] = sim.done or sim.has_pending_events()  # "wait" stays legal at the end
+    mask[1 : 1 + w] = not sim.done  # the timed waits
     strategy = sim.config.placement
 
     def fits(job: int, plan: int, free: np.ndarray) -> bool:

@@ -54,7 +54,7 @@ def expected_mask(env: FrenzyEnv) -> np.ndarray:
     q, r, p = env.queue_slots, env.running_slots, env.num_plans
     w = len(env.wait_options)
     mask = np.zeros(1 + w + q * p + r * p, dtype=bool)
-    mask[0] = sim.has_pending_events()
+    mask[0] = sim.done or sim.has_pending_events()  # "wait" stays legal at the end
     mask[1 : 1 + w] = not sim.done  # the timed waits
     queue = np.array(sim.queue[:q], dtype=np.int64)
     running = np.array(list(sim.running)[:r], dtype=np.int64)  # start order
