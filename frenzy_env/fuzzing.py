@@ -68,6 +68,7 @@ def random_config(rng: np.random.Generator, index: int = 0) -> tuple[ClusterSpec
         max_plan_gpus=int(rng.choice([1, 2, 4, 64])),
         placement=str(rng.choice(["best_fit", "spread"])),
         work_info=str(rng.choice(["exact", "noisy", "none"])),
+        wait_options=((), (60.0,), (60.0, 600.0, 3600.0), (1.0, 7.5))[int(rng.integers(4))],
     )
     return cluster, Workload(f"fuzz-{index}", tuple(jobs)), kwargs
 
@@ -153,8 +154,12 @@ def fuzz(
     full_every: int = 50,
     progress: bool = False,
     max_failures: int = 20,
+    wakeup_rate: float = 0.05,
 ) -> FuzzReport:
     """Play ``steps`` env steps (see the module docstring); returns a :class:`FuzzReport`.
+
+    Before a fraction ``wakeup_rate`` of the steps a wake-up is requested at a random delay (the past
+    included), and the random instances draw their timed waits, so timers and timed waits are fuzzed too.
 
     ``policies`` maps a driver name to a factory ``env -> policy`` (a policy has ``predict(obs, action_masks=,
     deterministic=)`` and optionally ``reset()``, as the baselines do); masked-random play is always a driver.
@@ -231,6 +236,9 @@ def fuzz(
             checker.on_reset(obs, info)
             n = env.action_space.n
             while report.steps < steps and step_in_ep < episode_steps:
+                stage = "wakeup"
+                if rng.random() < wakeup_rate:  # a timer at any delay, the past included
+                    env.unwrapped.request_wakeup(env.unwrapped.sim.now + float(rng.uniform(-100.0, 5000.0)))
                 stage = "policy"
                 mask = env.action_masks()
                 if rng.random() < eps:
