@@ -37,3 +37,58 @@ def layouts(heads: int, batch: int, counts: Iterable[int], max_tp: int) -> tuple
     dp = np.array([d for d, _ in pairs], dtype=np.int64)
     tp = np.array([t for _, t in pairs], dtype=np.int64)
     return dp, tp
+
+
+def pipeline_depths(layers: int, limit: int) -> list[int]:
+    """Pipeline-stage counts a model allows: the powers of two up to ``limit`` that divide ``layers`` (every
+    stage holds the same number of layers)."""
+    return [p for p in powers_of_two(min(limit, layers)) if layers % p == 0]
+
+
+def micro_batches(per_replica: int) -> list[int]:
+    """Micro-batch sizes of a per-replica batch, largest first: the batch itself (no gradient accumulation),
+    then the powers of two that divide it (``per_replica / micro`` accumulation steps)."""
+    low = per_replica & -per_replica  # largest power of two dividing it
+    return [per_replica] + [m for m in reversed(powers_of_two(low)) if m != per_replica]
+
+
+def plan_layouts(
+    heads: int,
+    layers: int,
+    batch: int,
+    counts: Iterable[int],
+    max_tp: int,
+    max_pp: int | None = None,
+    accumulate: bool = True,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(n,) int64 ``dp``, ``tp``, ``pp`` and micro-batch of every candidate plan layout of each count.
+
+    The (dp, tp) rule of :func:`layouts` with ``pp`` pipeline stages (:func:`pipeline_depths`, at most
+    ``max_pp``, default the count): ``dp * tp * pp == count``. Micro-batches (gradient accumulation: the
+    per-replica batch ``ceil(batch / dp)`` = micro-batch x steps): every size of :func:`micro_batches` when
+    ``pp == 1``; micro-batch 1 when ``pp > 1`` -- for a fixed (dp, tp, pp) more micro-batches only shrink the
+    1F1B bubble (:mod:`frenzy_env.throughput`) and the first stage's in-flight activations
+    (:mod:`frenzy_env.memory`), so the smallest micro-batch is both the fastest and the most frugal there.
+    ``max_pp=1, accumulate=False`` give the (dp, tp) layouts of :func:`layouts` with the whole per-replica
+    batch as the micro-batch. Order: by count (as given), then ``pp``, then ``tp``, then micro-batch descending.
+    """
+    tps = powers_of_two(max_tp)
+    out = []
+    for c in counts:
+        for p in pipeline_depths(layers, c if max_pp is None else min(c, max_pp)):
+            if c % p:
+                continue
+            for t in tps:
+                if (c // p) % t or heads % t:
+                    continue
+                d = c // (p * t)
+                if d > batch:
+                    continue
+                rep = -(-batch // d)
+                for m in (micro_batches(rep) if accumulate else [rep]) if p == 1 else (1,):
+                    out.append((d, t, p, m))
+    if not out:
+        e = np.zeros(0, dtype=np.int64)
+        return e, e.copy(), e.copy(), e.copy()
+    a = np.array(out, dtype=np.int64)
+    return a[:, 0].copy(), a[:, 1].copy(), a[:, 2].copy(), a[:, 3].copy()

@@ -442,6 +442,68 @@ def _total(
     return out
 
 
+def _total_layouts(
+    spec: ModelSpec,
+    b: int,
+    s: int,
+    dp: np.ndarray,
+    tp: np.ndarray,
+    pp: np.ndarray,
+    mb: np.ndarray,
+    method: str,
+    opts: dict[str, object],
+    key: tuple,
+) -> np.ndarray:
+    """Totals of valid plans with per-plan pipeline stages ``pp`` and micro-batch ``mb`` (all (P,) float64,
+    ``1 <= dp <= b``): the same sums as :func:`_extended_components` with ``pp`` and ``micro_batch`` as arrays
+    (``mb`` is capped at the per-replica batch ``ceil(b / dp)``).
+
+    ``method="frenzy"``: the paper's formula with the same substitutions (it models neither): weights and
+    optimizer states ``20 W / (t p)``; activations of ``l / p`` layers for ``mb x min(p, micro-batches)``
+    sequences (the per-replica ``B / d`` when there is one micro-batch, as in the paper).
+    """
+    b_rep = np.ceil(b / dp)
+    mb = np.minimum(mb, b_rep)
+    n_mb = np.ceil(b_rep / mb)  # micro-batches per iteration (gradient accumulation steps)
+    in_flight = np.minimum(pp, n_mb)  # 1F1B: micro-batches the first stage holds (Narayanan et al. 2021)
+    if method == "frenzy":
+        v, h, l, a = spec.vocab_size, spec.hidden, spec.layers, spec.heads
+        w_paper = v * h + l * (12 * h * h + 13 * h)
+        inv_t = 1.0 / tp
+        seqs = np.where(n_mb == 1.0, b / dp, mb * in_flight)
+        return 20.0 * w_paper * inv_t / pp + (s * h * l) * seqs / pp * (10.0 + (24.0 + 5.0 * a * s / h) * inv_t)
+    c = _coefficients(spec, s, key)
+    lp = np.ceil(spec.layers / pp)
+    tok = mb * s
+    rd = tp if opts["sequence_parallel"] else 1.0
+    sr, ss = _stored_per_layer(c, opts["recompute"])  # type: ignore[arg-type]
+    stored_layer = sr / rd + ss / tp
+    full_layer = c["rep"] / rd + (c["shard"] + c["score"]) / tp
+    working = tok * full_layer * (2.0 if opts["recompute"] == "full" else 1.0)
+    logits = tok * c["logits_tok"] / tp
+    zero = int(opts["zero_stage"])  # type: ignore[call-overload]
+    per_param = (
+        c["w"] / (dp if zero >= 3 else 1.0) + c["g"] / (dp if zero >= 2 else 1.0) + c["o"] / (dp if zero >= 1 else 1.0)
+    )
+    layer_params = lp * (c["layer_shard"] / tp + c["layer_rep"])
+    emb_params = c["emb_shard"] / tp + c["emb_rep"]
+    head_params = c["head_shard"] / tp + c["head_rep"]
+    f1 = 1.0 + float(opts["fragmentation"])  # type: ignore[arg-type]
+    single = (layer_params + emb_params + head_params) * per_param + f1 * (
+        tok * (lp * stored_layer + c["emb_tok"] + c["final_tok"]) + working + logits
+    )
+    last_head = head_params + emb_params if spec.tied_embeddings else head_params
+    first_acts = tok * in_flight * (lp * stored_layer + c["emb_tok"])
+    first = (layer_params + emb_params) * per_param + f1 * (first_acts + working)
+    last = (layer_params + last_head) * per_param + f1 * (tok * (lp * stored_layer + c["final_tok"]) + working + logits)
+    peak = np.where(pp == 1.0, single, np.maximum(first, last))
+    context = float(opts["context_bytes"]) if opts["include_context"] else 0.0  # type: ignore[arg-type]
+    k = context + float(opts["framework_bytes"])  # type: ignore[arg-type]
+    if zero >= 3:
+        k = k + 2.0 * c["w"] * (c["layer_shard"] / tp + c["layer_rep"])  # ZeRO-3 prefetch of two layers
+    return peak + k
+
+
 # ----------------------------------------------------------------------------------------- public
 def estimate_memory_array(
     model: str | ModelSpec,
@@ -480,6 +542,42 @@ def estimate_memory_array(
         return _total(spec, b, s, dp_a, tp_a, method, opts, key)
     out = _total(spec, b, s, np.where(ok, dp_a, 1.0), np.where(ok, tp_a, 1.0), method, opts, key)
     return np.where(ok, out, np.inf)
+
+
+def estimate_memory_layouts(
+    model: str | ModelSpec,
+    *,
+    batch_size: int,
+    seq_len: int,
+    dp: np.ndarray,
+    tp: np.ndarray,
+    pp: np.ndarray,
+    micro_batch: np.ndarray,
+    method: str = DEFAULT_METHOD,
+    **options: object,
+) -> np.ndarray:
+    """Peak bytes per GPU for many (dp, tp, pp, micro-batch) plan layouts of one job in one numpy evaluation.
+
+    Like :func:`estimate_memory_array` with the ``pp`` and ``micro_batch`` options given per plan (so they
+    must not be passed as options): plan ``i`` equals ``estimate_memory(..., dp=dp[i], tp=tp[i],
+    pp=pp[i], micro_batch=micro_batch[i])``. ``method="frenzy"`` extends the paper's formula (see
+    :func:`_total_layouts`). Returns (P,) float64 bytes; ``inf`` where a plan is impossible (a degree or
+    micro-batch below 1, ``dp > batch_size``, not finite).
+    """
+    spec = model if isinstance(model, ModelSpec) else get_model(model)
+    b, s = _check_job(batch_size, seq_len)
+    if "pp" in options or "micro_batch" in options:
+        raise ConfigError("estimate_memory_layouts takes pp and micro_batch per plan, not as options")
+    opts, key = _options(method, options)
+    arrs = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (dp, tp, pp, micro_batch)))
+    dp_a, tp_a, pp_a, mb_a = arrs
+    ok = (dp_a >= 1.0) & (dp_a <= b) & (tp_a >= 1.0) & (tp_a < np.inf) & (pp_a >= 1.0) & (pp_a < np.inf)
+    ok &= (mb_a >= 1.0) & (mb_a < np.inf)
+    if ok.all():
+        return _total_layouts(spec, b, s, dp_a, tp_a, pp_a, mb_a, method, opts, key)
+    one = np.ones_like(dp_a)
+    safe = [np.where(ok, x, one) for x in arrs]
+    return np.where(ok, _total_layouts(spec, b, s, *safe, method, opts, key), np.inf)
 
 
 def estimate_memory(

@@ -1,9 +1,12 @@
-"""MARP's plan search: the (GPU type, dp, tp) resource plans in which a job fits in GPU memory, ranked.
+"""MARP's plan search: the (GPU type, dp, tp, pp) resource plans in which a job fits in GPU memory, ranked.
 
-:func:`plan_resources` enumerates every legal layout (:mod:`frenzy_env.layouts`) of every power-of-two GPU
-count on each GPU type, keeps those whose peak memory per GPU (:func:`frenzy_env.memory.estimate_memory_array`)
-fits the type's memory, and ranks them (:data:`RANKINGS`; Frenzy's tightest fit by default). The memory
-estimator itself is :mod:`frenzy_env.memory`.
+:func:`plan_resources` enumerates every legal layout (:func:`frenzy_env.layouts.plan_layouts`: data, tensor
+and pipeline parallelism, and the micro-batch of gradient accumulation) of every power-of-two GPU count on
+each GPU type, keeps those whose peak memory per GPU (:func:`frenzy_env.memory.estimate_memory_layouts`) fits
+the type's memory, and ranks them (:data:`RANKINGS`; Frenzy's tightest fit by default). For each (GPU type,
+dp, tp, pp) it keeps one micro-batch: the largest that fits when ``pp == 1`` (gradient accumulation costs
+no time in :mod:`frenzy_env.throughput`, and fewer steps are what a user would pick), 1 when ``pp > 1``
+(the smallest 1F1B bubble). The memory estimator itself is :mod:`frenzy_env.memory`.
 """
 
 from __future__ import annotations
@@ -14,14 +17,14 @@ from functools import lru_cache
 import numpy as np
 
 from frenzy_env.errors import ConfigError, unknown_name
-from frenzy_env.layouts import layouts, powers_of_two
+from frenzy_env.layouts import plan_layouts, powers_of_two
 from frenzy_env.memory import (
     DEFAULT_METHOD,
     GiB,
     _check_job,
     _options,
     _pos_int,
-    _total,
+    _total_layouts,
     estimate_memory,
 )
 from frenzy_env.models import ModelSpec, get_model
@@ -33,12 +36,15 @@ DEFAULT_RANKING = "min_gpus"
 
 @dataclass(frozen=True)
 class ResourcePlan:
-    """One way to run a job: ``dp x tp`` GPUs of ``gpu_type``.
+    """One way to run a job: ``dp x tp x pp`` GPUs of ``gpu_type``.
 
     Attributes
     ----------
     gpu_type: GPU catalogue name.
     dp, tp: data- and tensor-parallel degrees (a tensor-parallel group stays inside one node).
+    pp: pipeline stages (1F1B; 1: no pipeline).
+    micro_batch: sequences per micro-batch (0: not given, the whole per-replica batch);
+        ``accumulation`` micro-batches make the per-replica batch ``ceil(batch / dp)``.
     predicted_bytes_per_gpu: the estimator's peak memory of one GPU.
     capacity_bytes: memory of one GPU of the type.
     est_iter_time: predicted seconds per iteration (:func:`frenzy_env.throughput.iteration_time_array`,
@@ -51,10 +57,13 @@ class ResourcePlan:
     predicted_bytes_per_gpu: float
     capacity_bytes: int
     est_iter_time: float
+    pp: int = 1
+    micro_batch: int = 0
+    accumulation: int = 1
 
     @property
     def num_gpus(self) -> int:
-        return self.dp * self.tp
+        return self.dp * self.tp * self.pp
 
     @property
     def mem_util(self) -> float:
@@ -134,17 +143,45 @@ def _gpu_table(gpu_types, gpus_per_node) -> _GpuTable:
         raise ConfigError(f"gpu_types must be GPU type names or GPUType objects, got {gpu_types!r}") from exc
 
 
+@dataclass(frozen=True)
+class _Grid:
+    """Candidate layouts of one job shape: P (dp, tp, pp) triples and their C micro-batch candidates."""
+
+    dp: np.ndarray  # (P,) float64
+    tp: np.ndarray
+    pp: np.ndarray
+    c_dp: np.ndarray  # (C,) float64 candidates: triple by triple, micro-batch descending
+    c_tp: np.ndarray
+    c_pp: np.ndarray
+    c_mb: np.ndarray
+    starts: np.ndarray  # (P,) intp first candidate of each triple
+    c_index: np.ndarray  # (C,) intp position of each candidate
+
+
 @lru_cache(maxsize=1024)
-def _grid(batch_size: int, heads: int, max_tp: int, max_gpus: int) -> tuple[np.ndarray, np.ndarray]:
-    """(P,) float64 dp and tp of every legal layout (:mod:`frenzy_env.layouts`) of a power-of-two GPU count up to
-    ``max_gpus``, ``tp`` at most ``max_tp``; ordered by ``tp``, then ``dp``; read-only."""
-    dp, tp = layouts(heads, batch_size, powers_of_two(max_gpus), max_tp)  # by count, then tp
-    order = np.argsort(tp, kind="stable")  # by tp, then count (so dp)
-    dp_a = dp[order].astype(np.float64)
-    tp_a = tp[order].astype(np.float64)
-    dp_a.flags.writeable = False
-    tp_a.flags.writeable = False
-    return dp_a, tp_a
+def _grid(
+    batch_size: int, heads: int, layers: int, max_tp: int, max_gpus: int, max_pp: int | None = None, accumulate=True
+) -> _Grid:
+    """The layouts (:func:`frenzy_env.layouts.plan_layouts`) of every power-of-two GPU count up to ``max_gpus``,
+    ``tp`` at most ``max_tp``; triples ordered by ``tp``, then count, then ``pp``; read-only."""
+    dp, tp, pp, mb = plan_layouts(heads, layers, batch_size, powers_of_two(max_gpus), max_tp, max_pp, accumulate)
+    key = np.stack([dp, tp, pp]).T
+    new = np.ones(dp.size, dtype=bool)
+    new[1:] = (key[1:] != key[:-1]).any(axis=1)
+    starts0 = np.flatnonzero(new)  # candidates of a triple are contiguous
+    seg_len = np.diff(np.append(starts0, dp.size))
+    order = np.lexsort((pp[starts0], dp[starts0] * tp[starts0] * pp[starts0], tp[starts0]))  # by tp, count, pp
+    cand = np.concatenate([np.arange(starts0[k], starts0[k] + seg_len[k]) for k in order]).astype(np.intp)
+    starts = np.concatenate([[0], np.cumsum(seg_len[order])[:-1]]).astype(np.intp)
+    f = np.float64
+    arrays = (
+        dp[starts0][order].astype(f), tp[starts0][order].astype(f), pp[starts0][order].astype(f),
+        dp[cand].astype(f), tp[cand].astype(f), pp[cand].astype(f), mb[cand].astype(f),
+        starts, np.arange(cand.size, dtype=np.intp),
+    )
+    for a in arrays:
+        a.flags.writeable = False
+    return _Grid(*arrays)
 
 
 def feasible_plans(
@@ -156,39 +193,58 @@ def feasible_plans(
     method: str = DEFAULT_METHOD,
     max_gpus: int = 64,
     gpus_per_node: int | dict[str, int] = 8,
+    max_pp: int | None = None,
+    accumulate: bool = True,
     **options: object,
-) -> tuple[tuple, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[tuple, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The numpy core of :func:`plan_resources`: no Python object per plan.
 
     Returns
     -------
     gpus: (T,) the resolved :class:`~frenzy_env.cluster.GPUType` objects.
-    dp, tp: (P,) float64 candidate layouts: the legal layouts (:mod:`frenzy_env.layouts`) of every power-of-two
-        GPU count up to ``max_gpus``, ``tp`` at most the largest ``gpus_per_node``.
-    mem: (P,) float64 predicted bytes per GPU (the same on every GPU type).
+    dp, tp, pp: (P,) float64 candidate layouts: the legal layouts (:func:`frenzy_env.layouts.plan_layouts`)
+        of every power-of-two GPU count up to ``max_gpus``, ``tp`` at most the largest ``gpus_per_node``.
+    micro_batch: (T, P) float64 the micro-batch MARP keeps on each type (see the module docstring; nan where
+        none fits).
+    mem: (T, P) float64 predicted bytes per GPU at that micro-batch (``inf`` where none fits).
     ok: (T, P) bool: the plan fits the type's memory and its ``tp`` fits in one node of the type.
     """
-    table, dp_a, tp_a, mem, ok = _feasible(
-        model, batch_size, seq_len, gpu_types, method, max_gpus, gpus_per_node, options
+    table, grid, mb, mem, ok, _ = _feasible(
+        model, batch_size, seq_len, gpu_types, method, max_gpus, gpus_per_node, options, max_pp, accumulate
     )
-    return table.gpus, dp_a, tp_a, mem, ok
+    return table.gpus, grid.dp, grid.tp, grid.pp, mb, mem, ok
 
 
-def _feasible(model, batch_size, seq_len, gpu_types, method, max_gpus, gpus_per_node, options):
+def _feasible(
+    model, batch_size, seq_len, gpu_types, method, max_gpus, gpus_per_node, options, max_pp=None, accumulate=True
+):
     spec = model if isinstance(model, ModelSpec) else get_model(model)
     b, s = _check_job(batch_size, seq_len)
     opts, key = _options(method, options)
-    if method == "extended" and opts["pp"] != 1:
-        raise ConfigError(f"plan_resources enumerates (dp, tp) plans only; pp must be 1, got {opts['pp']}")
+    if method == "extended" and (opts["pp"] != 1 or opts["micro_batch"] is not None):
+        raise ConfigError(
+            "plan_resources chooses pp and the micro-batch itself; do not pass them as options "
+            f"(got pp={opts['pp']}, micro_batch={opts['micro_batch']})"
+        )
     mg = _pos_int("max_gpus", max_gpus)
     table = _gpu_table(gpu_types, gpus_per_node)
-    dp_a, tp_a = _grid(b, spec.heads, int(table.per_node.max()), mg)  # (P,) each
-    mem = _total(spec, b, s, dp_a, tp_a, method, opts, key)  # (P,)
-    ok = (mem <= table.caps[:, None]) & (tp_a <= table.per_node[:, None])  # (T, P)
-    return table, dp_a, tp_a, mem, ok
+    mp = None if max_pp is None else _pos_int("max_pp", max_pp)
+    g = _grid(b, spec.heads, spec.layers, int(table.per_node.max()), mg, mp, bool(accumulate))
+    mem_c = _total_layouts(spec, b, s, g.c_dp, g.c_tp, g.c_pp, g.c_mb, method, opts, key)  # (C,)
+    n_c = mem_c.size
+    if n_c == 0:
+        empty = np.zeros((len(table.names), 0))
+        return table, g, empty, empty, empty.astype(bool), mem_c
+    fit_c = mem_c <= table.caps[:, None]  # (T, C)
+    first = np.minimum.reduceat(np.where(fit_c, g.c_index, n_c), g.starts, axis=1)  # (T, P) largest mb that fits
+    ok = (first < n_c) & (g.tp <= table.per_node[:, None])
+    pick = np.minimum(first, n_c - 1)
+    mb = np.where(ok, g.c_mb[pick], np.nan)
+    mem = np.where(ok, mem_c[pick], np.inf)
+    return table, g, mb, mem, ok, mem_c
 
 
-def _iter_times(spec, b, s, table: _GpuTable, t_idx, dp_f, tp_f) -> np.ndarray:
+def _iter_times(spec, b, s, table: _GpuTable, t_idx, dp_f, tp_f, pp_f, mb_f) -> np.ndarray:
     """Estimated seconds per iteration of the given plans (consolidated placement); nan without a model."""
     out = np.full(t_idx.shape, np.nan)
     try:
@@ -197,40 +253,44 @@ def _iter_times(spec, b, s, table: _GpuTable, t_idx, dp_f, tp_f) -> np.ndarray:
         return out
     for ti in np.unique(t_idx).tolist():
         sel = t_idx == ti
-        n = dp_f[sel] * tp_f[sel]
+        n = dp_f[sel] * tp_f[sel] * pp_f[sel]
         span = np.maximum(1.0, np.ceil(n / table.per_node[ti]))
         out[sel] = iteration_time_array(
-            spec, batch_size=b, seq_len=s, gpu=table.gpus[ti], dp=dp_f[sel], tp=tp_f[sel], nodes_spanned=span
+            spec, batch_size=b, seq_len=s, gpu=table.gpus[ti], dp=dp_f[sel], tp=tp_f[sel], nodes_spanned=span,
+            pp=pp_f[sel], micro_batch=mb_f[sel],
         )
     return out
 
 
-def _no_fit_reason(spec, b, s, table: _GpuTable, dp_a, tp_a, mem, max_gpus) -> str:
+def _no_fit_reason(spec, b, s, table: _GpuTable, g: _Grid, mem_c, max_gpus) -> str:
     big = int(np.argmax(table.caps))
-    allowed = tp_a <= table.per_node[big]
-    k = int(np.argmin(np.where(allowed, mem, np.inf)))
+    if mem_c.size == 0:
+        return f"{spec.name} with batch_size={b} has no legal layout on up to max_gpus={max_gpus} GPUs"
+    allowed = g.c_tp <= table.per_node[big]
+    k = int(np.argmin(np.where(allowed, mem_c, np.inf)))
     tp_note = ""
     if spec.heads % 2:
         tp_note = f"; tp must divide heads={spec.heads}, so only tp=1"
+    layout = f"dp={int(g.c_dp[k])}, tp={int(g.c_tp[k])}, pp={int(g.c_pp[k])}, micro-batch {int(g.c_mb[k])}"
     return (
-        f"{spec.name} with batch_size={b}, seq_len={s} fits on no GPU: it needs {mem[k] / GiB:.1f} GiB per GPU "
-        f"even at its most frugal plan dp={int(dp_a[k])}, tp={int(tp_a[k])} (max_gpus={max_gpus}{tp_note}); the "
+        f"{spec.name} with batch_size={b}, seq_len={s} fits on no GPU: it needs {mem_c[k] / GiB:.1f} GiB per GPU "
+        f"even at its most frugal plan {layout} (max_gpus={max_gpus}{tp_note}); the "
         f"largest GPU, {table.names[big]}, has {table.caps[big] / GiB:.0f} GiB. Reduce the batch or sequence "
         f"length, use activation recomputation or ZeRO, or allow more GPUs."
     )
 
 
-def _rank(ranking, table: _GpuTable, t_idx, n_f, tp_f, mem_f, cap_f, times) -> np.ndarray:
+def _rank(ranking, table: _GpuTable, t_idx, n_f, tp_f, pp_f, mem_f, cap_f, times) -> np.ndarray:
     """Order of the feasible plans (np.lexsort: the last key is the primary one)."""
     if ranking == "min_gpus":  # fit_rank already orders types by (memory, cost per hour, name)
-        return np.lexsort((tp_f, table.fit_rank[t_idx], n_f))
+        return np.lexsort((tp_f, pp_f, table.fit_rank[t_idx], n_f))
     name_rank = table.name_rank[t_idx]
     if ranking == "max_mem_util":
-        return np.lexsort((name_rank, tp_f, n_f, -(mem_f / cap_f)))
+        return np.lexsort((name_rank, tp_f, pp_f, n_f, -(mem_f / cap_f)))
     t_safe = np.nan_to_num(times, nan=np.inf)
     if ranking == "min_est_time":
-        return np.lexsort((name_rank, tp_f, cap_f, n_f, t_safe))
-    return np.lexsort((name_rank, tp_f, cap_f, t_safe, n_f * t_safe))  # min_gpu_hours
+        return np.lexsort((name_rank, tp_f, pp_f, cap_f, n_f, t_safe))
+    return np.lexsort((name_rank, tp_f, pp_f, cap_f, t_safe, n_f * t_safe))  # min_gpu_hours
 
 
 def plan_resources(
@@ -244,14 +304,18 @@ def plan_resources(
     max_gpus: int = 64,
     gpus_per_node: int | dict[str, int] = 8,
     with_times: bool | None = None,
+    max_pp: int | None = None,
+    accumulate: bool = True,
     **options: object,
 ) -> PlanList:
-    """Every feasible (gpu_type, dp, tp) plan of a job, best first (MARP, Frenzy arXiv 2412.14479).
+    """Every feasible (gpu_type, dp, tp, pp) plan of a job, best first (MARP, Frenzy arXiv 2412.14479).
 
-    Candidates: the legal layouts (:mod:`frenzy_env.layouts`) of every power-of-two GPU count up to ``max_gpus``
-    (``dp <= batch_size``; ``tp`` at most the GPUs of one node of the type and dividing the attention heads,
-    as Megatron-LM splits heads evenly).
-    A plan is feasible when the predicted peak bytes per GPU are at most the GPU's memory.
+    Candidates: the legal layouts (:func:`frenzy_env.layouts.plan_layouts`) of every power-of-two GPU count up
+    to ``max_gpus`` (``dp <= batch_size``; ``tp`` at most the GPUs of one node of the type and dividing the
+    attention heads, as Megatron-LM splits heads evenly; ``pp`` a power of two dividing the layers), each
+    with the micro-batch MARP keeps (the largest that fits at ``pp == 1``, 1 at ``pp > 1``).
+    A plan is feasible when the predicted peak bytes per GPU are at most the GPU's memory. Within equal
+    ranking keys, fewer pipeline stages come first, then smaller ``tp``.
 
     Rankings (the paper never defines one; later keys break ties, the GPU name last):
 
@@ -268,7 +332,11 @@ def plan_resources(
     gpus_per_node: one count for every type, or ``{type name: count}``.
     with_times: fill ``est_iter_time`` (one throughput-model call per GPU type). ``None`` (default): only
         when the ranking needs it ("min_est_time", "min_gpu_hours"); otherwise it is ``nan``.
-    options: estimator options (see :func:`estimate_memory`).
+    max_pp: most pipeline stages (``None``: as many as the GPU count and the layers allow; 1: no pipeline).
+    accumulate: allow gradient accumulation (``False``: the micro-batch is the whole per-replica batch).
+        ``max_pp=1, accumulate=False`` is the plan search without either (the (dp, tp) plans of before).
+    options: estimator options (see :func:`estimate_memory`); not ``pp`` or ``micro_batch``, which the
+        search chooses.
 
     Returns
     -------
@@ -277,28 +345,31 @@ def plan_resources(
     if ranking not in RANKINGS:
         raise unknown_name("ranking", ranking, RANKINGS)
     spec = model if isinstance(model, ModelSpec) else get_model(model)
-    table, dp_a, tp_a, mem, ok = _feasible(
-        spec, batch_size, seq_len, gpu_types, method, max_gpus, gpus_per_node, options
+    table, g, mb, mem, ok, mem_c = _feasible(
+        spec, batch_size, seq_len, gpu_types, method, max_gpus, gpus_per_node, options, max_pp, accumulate
     )
     b, s = int(batch_size), int(seq_len)
     t_idx, p_idx = np.nonzero(ok)  # (F,) each
     if t_idx.size == 0:
-        return PlanList([], _no_fit_reason(spec, b, s, table, dp_a, tp_a, mem, max_gpus))
-    dp_f, tp_f, mem_f = dp_a[p_idx], tp_a[p_idx], mem[p_idx]
+        return PlanList([], _no_fit_reason(spec, b, s, table, g, mem_c, max_gpus))
+    dp_f, tp_f, pp_f = g.dp[p_idx], g.tp[p_idx], g.pp[p_idx]
+    mem_f, mb_f = mem[t_idx, p_idx], mb[t_idx, p_idx]
     cap_f = table.caps[t_idx]
     need_times = ranking in ("min_est_time", "min_gpu_hours")
     if with_times or (with_times is None and need_times):
-        times = _iter_times(spec, b, s, table, t_idx, dp_f, tp_f)
+        times = _iter_times(spec, b, s, table, t_idx, dp_f, tp_f, pp_f, mb_f)
     else:
         times = np.full(t_idx.shape, np.nan)
-    n_f = dp_f * tp_f
-    order = _rank(ranking, table, t_idx, n_f, tp_f, mem_f, cap_f, times)
+    n_f = dp_f * tp_f * pp_f
+    order = _rank(ranking, table, t_idx, n_f, tp_f, pp_f, mem_f, cap_f, times)
     names = table.names
-    ti_l, dp_l, tp_l = t_idx[order].tolist(), dp_f[order].tolist(), tp_f[order].tolist()
-    mem_l, cap_l, time_l = mem_f[order].tolist(), cap_f[order].tolist(), times[order].tolist()
+    acc_f = np.ceil(np.ceil(b / dp_f) / mb_f)
+    ti_l = t_idx[order].tolist()
+    dp_l, tp_l, pp_l, mb_l, acc_l = (a[order].astype(np.int64).tolist() for a in (dp_f, tp_f, pp_f, mb_f, acc_f))
+    mem_l, cap_l, time_l = mem_f[order].tolist(), cap_f[order].astype(np.int64).tolist(), times[order].tolist()
     return PlanList(
         [
-            ResourcePlan(names[ti_l[i]], int(dp_l[i]), int(tp_l[i]), mem_l[i], int(cap_l[i]), time_l[i])
+            ResourcePlan(names[ti_l[i]], dp_l[i], tp_l[i], mem_l[i], cap_l[i], time_l[i], pp_l[i], mb_l[i], acc_l[i])
             for i in range(len(ti_l))
         ],
         "",

@@ -3,7 +3,7 @@
 Analytic model (one training iteration of global batch ``B`` sequences of ``s`` tokens, ``dp`` data-parallel
 replicas of ``tp`` tensor-parallel GPUs each, ``n = dp * tp`` GPUs of one type)::
 
-    t = t_compute + t_tp + t_dp + t_overhead
+    t = (t_compute + t_tp + m t_p2p) / (1 - bubble) + t_dp + t_overhead     (pp pipeline stages, m micro-batches)
 
     t_compute  = flops_per_token(s) * B * s / (n * peak * utilisation)
     t_tp       = layers * 4 * 2 (tp - 1) / tp * (B / dp) * s * hidden * 2 bytes / (intra_node_bw * eff)
@@ -22,6 +22,13 @@ replicas of ``tp`` tensor-parallel GPUs each, ``n = dp * tp`` GPUs of one type):
   per-GPU network bandwidth ``inter_node_gbps``; plus a latency of ``hop_latency`` per ring step (a ring
   all-reduce over ``dp`` GPUs takes ``2 (dp - 1)`` steps), zero at ``dp = 1``.
 - ``eff`` (:data:`DEFAULT_COMM_EFFICIENCY`): fraction of the link bandwidth a ring all-reduce achieves.
+- pipeline parallelism and gradient accumulation (``pp`` stages, 1F1B, ``n = dp * tp * pp``; the per-replica
+  batch ``B / dp`` in ``m`` micro-batches): ``t_compute`` and ``t_dp`` are unchanged (accumulation does the
+  same compute and all-reduces the gradients once per iteration; the gradient shard is ``num_params / (tp
+  pp)``), ``t_tp`` covers a stage's ``layers / pp`` layers; ``bubble = (pp - 1) / (m + pp - 1)``
+  (:func:`bubble_fraction`; GPipe, Huang et al. 2019; Narayanan et al. 2021, arXiv 2104.04473) and
+  ``t_p2p`` the boundary activations and their gradients of one micro-batch (:func:`_pipeline_stage_time`).
+  With ``pp = 1`` the bubble and ``t_p2p`` are zero.
 - ``t_overhead`` (:data:`DEFAULT_OVERHEAD_S`): fixed per-iteration cost independent of the plan (optimizer
   step launch, data loading, host synchronisation), paid even on one GPU.
 
@@ -110,6 +117,8 @@ def iteration_time_array(
     overhead_s: float = DEFAULT_OVERHEAD_S,
     comm_efficiency: float = DEFAULT_COMM_EFFICIENCY,
     hop_latency_s: float = DEFAULT_HOP_LATENCY_S,
+    pp: np.ndarray | int = 1,
+    micro_batch: np.ndarray | int | None = None,
 ) -> np.ndarray:
     """Seconds per iteration for many plans at once.
 
@@ -128,22 +137,30 @@ def iteration_time_array(
         (:data:`DEFAULT_COMM_EFFICIENCY`).
     hop_latency_s: latency per ring step of the data-parallel all-reduce, seconds
         (:data:`DEFAULT_HOP_LATENCY_S`).
+    pp: (P,) or scalar pipeline stages (1F1B; ``n = dp * tp * pp`` GPUs).
+    micro_batch: (P,) or scalar micro-batch (gradient accumulation); ``None``: the whole per-replica batch.
 
     Returns
     -------
     (P,) float64 seconds; ``inf`` where the plan is impossible (``dp > batch_size``, ``dp < 1``,
-    ``tp < 1``).
+    ``tp < 1``, ``pp < 1``, micro-batch < 1).
     """
     model = get_model(model)
     g = get_gpu_type(gpu)
     _check_common(batch_size, seq_len, utilisation, overhead_s, comm_efficiency, hop_latency_s)
-    dp_a, tp_a, span = np.broadcast_arrays(
-        np.asarray(dp, dtype=np.float64), np.asarray(tp, dtype=np.float64), np.asarray(nodes_spanned)
+    mb_in = np.inf if micro_batch is None else micro_batch
+    dp_a, tp_a, span, pp_a, mb_a = np.broadcast_arrays(
+        np.asarray(dp, dtype=np.float64),
+        np.asarray(tp, dtype=np.float64),
+        np.asarray(nodes_spanned),
+        np.asarray(pp, dtype=np.float64),
+        np.asarray(mb_in, dtype=np.float64),
     )  # (P,) each
-    bad = (dp_a < 1) | (tp_a < 1) | (dp_a > batch_size)
+    bad = (dp_a < 1) | (tp_a < 1) | (dp_a > batch_size) | (pp_a < 1) | (mb_a < 1)
     dp_s = np.where(bad, 1.0, dp_a)
     tp_s = np.where(bad, 1.0, tp_a)
-    n = dp_s * tp_s
+    pp_s = np.where(bad, 1.0, pp_a)
+    n = dp_s * tp_s * pp_s
 
     flops = float(model.flops_per_token(seq_len)) * batch_size * seq_len
     t_compute = flops / (n * g.peak_tflops * 1e12 * utilisation)
@@ -151,6 +168,7 @@ def iteration_time_array(
     act_bytes = (batch_size / dp_s) * seq_len * model.hidden * BYTES_PER_VALUE
     t_tp = (
         model.layers
+        / pp_s
         * TP_ALLREDUCES_PER_LAYER
         * 2.0
         * (tp_s - 1.0)
@@ -158,12 +176,48 @@ def iteration_time_array(
         * act_bytes
         / (g.intra_node_gbps * 1e9 * comm_efficiency)
     )
+    t_stage = _pipeline_stage_time(
+        g, batch_size, seq_len, model.hidden, dp_s, tp_s, pp_s, mb_a, span, t_compute + t_tp, comm_efficiency
+    )
 
     link = np.where(span > 1, g.inter_node_gbps, g.intra_node_gbps) * (1e9 * comm_efficiency)
-    grad_bytes = float(model.num_params) / tp_s * BYTES_PER_VALUE
+    grad_bytes = float(model.num_params) / (tp_s * pp_s) * BYTES_PER_VALUE
     t_dp = 2.0 * (dp_s - 1.0) / dp_s * grad_bytes / link + 2.0 * (dp_s - 1.0) * hop_latency_s
 
-    return np.where(bad, np.inf, t_compute + t_tp + t_dp + overhead_s)
+    return np.where(bad, np.inf, t_stage + t_dp + overhead_s)
+
+
+def bubble_fraction(pp: np.ndarray | int, micro_batches: np.ndarray | int) -> np.ndarray | float:
+    """Idle fraction of a 1F1B (or GPipe) pipeline of ``pp`` stages over ``m`` micro-batches:
+    ``(pp - 1) / (m + pp - 1)`` (Huang et al. 2019, GPipe, arXiv 1811.06965, Sec. 2.2; Narayanan et al. 2021,
+    arXiv 2104.04473, Sec. 2.2.1: bubble time / ideal time ``(p - 1) / m``, the same idle share)."""
+    p = np.asarray(pp, dtype=np.float64)
+    m = np.asarray(micro_batches, dtype=np.float64)
+    out = (p - 1.0) / (m + p - 1.0)
+    return float(out) if out.ndim == 0 else out
+
+
+def _pipeline_stage_time(g, batch_size, seq_len, hidden, dp, tp, pp, mb, span, t_work, comm_efficiency):
+    """Seconds of the forward/backward part of an iteration of ``m`` micro-batches on ``pp`` 1F1B stages.
+
+    ``t_work`` is a stage's compute plus its tensor-parallel all-reduces for the whole per-replica batch (the
+    time of all ``m`` micro-batches back to back). Each micro-batch also sends its boundary activations to
+    the next stage (forward) and their gradients back (backward): ``mb x s x h`` fp16 values each way, split
+    over the ``tp`` ranks (Narayanan et al. 2021, Sec. 4.1, scatter/gather), over the intra-node link when
+    the job sits on one node, else the per-GPU network bandwidth (the link model of the data-parallel
+    all-reduce). The pipeline takes ``m + pp - 1`` micro-batch slots, so the time is
+    ``(t_work + m t_p2p) / (1 - bubble_fraction(pp, m))`` (Narayanan et al. 2021, Sec. 2.2.1). With
+    ``pp = 1`` this is ``t_work``: gradient accumulation alone costs no time here (same compute; the
+    data-parallel all-reduce runs once per iteration).
+    """
+    b_rep = np.ceil(batch_size / dp)
+    mb = np.minimum(mb, b_rep)
+    m = np.ceil(b_rep / mb)  # micro-batches per iteration
+    if not (pp > 1).any():
+        return t_work
+    link = np.where(span > 1, g.inter_node_gbps, g.intra_node_gbps) * (1e9 * comm_efficiency)
+    p2p = np.where(pp > 1, 2.0 * mb * seq_len * hidden * BYTES_PER_VALUE / tp / link, 0.0)  # per micro-batch
+    return (t_work + m * p2p) * (m + pp - 1.0) / m
 
 
 def iteration_time(
@@ -179,6 +233,8 @@ def iteration_time(
     overhead_s: float = DEFAULT_OVERHEAD_S,
     comm_efficiency: float = DEFAULT_COMM_EFFICIENCY,
     hop_latency_s: float = DEFAULT_HOP_LATENCY_S,
+    pp: int = 1,
+    micro_batch: int | None = None,
 ) -> float:
     """Seconds per iteration of one plan; see the module docstring for the formula.
 
@@ -193,6 +249,10 @@ def iteration_time(
         raise ValueError(f"dp must not exceed batch_size={batch_size} (one sequence per replica), got {dp}")
     if nodes_spanned < 1:
         raise ValueError(f"nodes_spanned must be a positive integer, got {nodes_spanned}")
+    if int(pp) != pp or pp < 1:
+        raise ValueError(f"pp must be a positive integer, got {pp}")
+    if micro_batch is not None and (int(micro_batch) != micro_batch or micro_batch < 1):
+        raise ValueError(f"micro_batch must be a positive integer or None, got {micro_batch}")
     out = iteration_time_array(
         model,
         batch_size=batch_size,
@@ -205,6 +265,8 @@ def iteration_time(
         overhead_s=overhead_s,
         comm_efficiency=comm_efficiency,
         hop_latency_s=hop_latency_s,
+        pp=np.array([pp]),
+        micro_batch=None if micro_batch is None else np.array([micro_batch]),
     )
     return float(out[0])
 

@@ -26,8 +26,10 @@ def test_layouts_hand_worked():
 
 def test_callers_get_their_own_enumeration():
     # MARP: every power-of-two count up to max_gpus, listed by tp then dp, float64
-    dp, tp = planning._grid(4, 8, 2, 4)
-    assert list(zip(dp.tolist(), tp.tolist())) == [(1, 1), (2, 1), (4, 1), (1, 2), (2, 2)]
+    # (a one-layer model: no pipeline stages; its micro-batch candidates are checked in test_plan_layouts.py)
+    g = planning._grid(4, 8, 1, 2, 4)
+    assert list(zip(g.dp.tolist(), g.tp.tolist())) == [(1, 1), (2, 1), (4, 1), (1, 2), (2, 2)]
+    assert g.pp.tolist() == [1.0] * 5
     # the workload caps tp at 8 whatever the node size
     dp, tp = workload._layouts(32, 64, 32, 16)
     assert tp.tolist() == [1, 2, 4, 8] and dp.tolist() == [32, 16, 8, 4]

@@ -69,6 +69,9 @@ def _plan(args: argparse.Namespace) -> int:
                 "num_gpus": p.num_gpus,
                 "dp": p.dp,
                 "tp": p.tp,
+                "pp": p.pp,
+                "micro_batch": p.micro_batch,
+                "accumulation": p.accumulation,
                 "predicted_bytes_per_gpu": p.predicted_bytes_per_gpu,
                 "capacity_bytes": p.capacity_bytes,
                 "est_iter_time": None if math.isnan(p.est_iter_time) else p.est_iter_time,
@@ -83,12 +86,14 @@ def _plan(args: argparse.Namespace) -> int:
         )
         if shown:
             print(
-                f"{'rank':>4}  {'gpu_type':<14}{'gpus':>5}{'dp':>5}{'tp':>4}{'pred/GPU':>12}{'capacity':>11}"
+                f"{'rank':>4}  {'gpu_type':<14}{'gpus':>5}{'dp':>5}{'tp':>4}{'pp':>4}{'mb x acc':>10}{'pred/GPU':>12}"
+                f"{'capacity':>11}"
                 f"{'util':>7}{'iter (s)':>10}"
             )
             for i, p in enumerate(shown):
                 print(
-                    f"{i + 1:>4}  {p.gpu_type:<14}{p.num_gpus:>5}{p.dp:>5}{p.tp:>4}"
+                    f"{i + 1:>4}  {p.gpu_type:<14}{p.num_gpus:>5}{p.dp:>5}{p.tp:>4}{p.pp:>4}"
+                    f"{f'{p.micro_batch}x{p.accumulation}':>10}"
                     f"{p.predicted_bytes_per_gpu / GiB:>8.2f} GiB{p.capacity_bytes / GiB:>7.0f} GiB"
                     f"{p.mem_util:>7.0%}{p.est_iter_time:>10.3f}"
                 )

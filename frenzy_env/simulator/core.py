@@ -419,10 +419,11 @@ class ClusterSimulator(_MaskLayer):
             it = self._spread_iter_time.get(key)
             if it is None:
                 j = self.jobs[job]
+                pp = self._row_pp_l[row][plan]  # = layout_pp[job, plan]
                 it = self._spread_iter_time[key] = iteration_time(
                     j.model, batch_size=int(j.batch_size), seq_len=int(j.seq_len),
-                    gpu=self.gpu_types[t], dp=num // tp, tp=tp, nodes_spanned=spanned,
-                    utilisation=cfg.utilisation,
+                    gpu=self.gpu_types[t], dp=num // (tp * pp), tp=tp, nodes_spanned=spanned,
+                    utilisation=cfg.utilisation, pp=pp, micro_batch=self._row_mb_l[row][plan],
                 )
         will_oom = not self._row_true_l[row][plan]  # = not true_ok[job, plan]
         progress_from = now + cfg.startup_time + extra_delay

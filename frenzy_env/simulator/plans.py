@@ -2,8 +2,10 @@
 throughput/feasibility matrix), computed once per (cluster, workload, config, seed) and never changed after.
 
 A *plan slot* ``p`` is a (GPU type, GPU count) pair, count in 1, 2, 4, ... up to ``max_plan_gpus``. For each
-job and plan slot the table holds the data/tensor-parallel layout the predictor picks (the fastest legal
-layout, :mod:`frenzy_env.layouts`, that the predictor says fits), whether the predictor says it fits
+job and plan slot the table holds the layout the predictor picks (the fastest legal (dp, tp, pp,
+micro-batch) layout, :func:`frenzy_env.layouts.plan_layouts`, that the predictor says fits; among equally
+fast ones the fewest pipeline stages, the smallest tp and the largest micro-batch; ``layout_tp``,
+``layout_pp``, ``layout_mb``), whether the predictor says it fits
 (``pred_ok``), whether it truly fits (``true_ok``, the "extended" estimator), and its seconds per iteration on
 a consolidated placement (``iter_time``). The matrices are computed once per distinct (model, batch, sequence)
 and gathered for the jobs with it; per-job index tables (``_job_pl``, ``_job_tl``) turn the masks into
@@ -17,8 +19,8 @@ import numpy as np
 
 from frenzy_env.cluster import ClusterSpec, get_gpu_type
 from frenzy_env.errors import ConfigError
-from frenzy_env.layouts import layouts, powers_of_two
-from frenzy_env.memory import estimate_memory_array
+from frenzy_env.layouts import plan_layouts, powers_of_two
+from frenzy_env.memory import estimate_memory_layouts
 from frenzy_env.planning import plan_resources
 from frenzy_env.simulator.config import SimConfig
 from frenzy_env.throughput import iteration_time_array
@@ -124,6 +126,11 @@ class PlanTable:
         true = np.stack([r[1] for r in rows])
         tp = np.stack([r[2] for r in rows])
         it = np.stack([r[3] for r in rows])
+        pp = np.stack([r[5] for r in rows])
+        mbs = np.stack([r[6] for r in rows])
+        self.layout_pp = pp[key_of_job]  # (J, P) pipeline stages of the chosen layout
+        self.layout_mb = mbs[key_of_job]  # (J, P) its micro-batch (gradient accumulation)
+        self._row_pp_l, self._row_mb_l = (tuple(map(tuple, a.tolist())) for a in (pp, mbs))
         self.pred_ok = pred[key_of_job]  # (J, P)
         self.true_ok = true[key_of_job]
         self.layout_tp = tp[key_of_job]
@@ -165,29 +172,31 @@ class PlanTable:
         pred_ok = np.zeros(p, dtype=bool)
         true_ok = np.zeros(p, dtype=bool)
         best_tp = np.ones(p, dtype=np.int64)
+        best_pp = np.ones(p, dtype=np.int64)
+        best_mb = np.full(p, int(batch), dtype=np.int64)
         best_it = np.full(p, np.inf)
         pred_method = "extended" if cfg.predictor == "oracle" else cfg.predictor
         counts = self.plan_counts_levels.tolist()
         for t_idx, t_name in enumerate(self.gpu_types):
             gpu = get_gpu_type(t_name)
             per_node = int(self.max_node_gpus[t_idx])
-            dp_a, tp_a = layouts(model.heads, batch, counts, per_node)  # by count, then tp
+            # by count, then pp, tp, micro-batch descending
+            dp_a, tp_a, pp_a, mb_a = plan_layouts(model.heads, model.layers, batch, counts, per_node)
             if not dp_a.size:
                 continue
-            cnt_a = dp_a * tp_a
+            cnt_a = dp_a * tp_a * pp_a
             cap = gpu.memory_bytes
-            true_fit = estimate_memory_array(model, batch_size=batch, seq_len=seq, dp=dp_a, tp=tp_a) <= cap
+            lay = {"dp": dp_a, "tp": tp_a, "pp": pp_a, "micro_batch": mb_a}
+            true_fit = estimate_memory_layouts(model, batch_size=batch, seq_len=seq, **lay) <= cap
             if pred_method == "extended":
                 pred_fit = true_fit
             else:
-                pred_fit = (
-                    estimate_memory_array(model, batch_size=batch, seq_len=seq, dp=dp_a, tp=tp_a, method=pred_method)
-                    <= cap
-                )
+                pred_mem = estimate_memory_layouts(model, batch_size=batch, seq_len=seq, method=pred_method, **lay)
+                pred_fit = pred_mem <= cap
             spanned = np.maximum(1, -(-cnt_a // per_node))
             it = iteration_time_array(
                 model, batch_size=batch, seq_len=seq, gpu=gpu, dp=dp_a, tp=tp_a,
-                nodes_spanned=spanned, utilisation=cfg.utilisation,
+                nodes_spanned=spanned, utilisation=cfg.utilisation, pp=pp_a, micro_batch=mb_a,
             )
             tp_pos = np.log2(tp_a).astype(np.int64)
             placeable = self._empty_cap[t_idx, tp_pos] >= cnt_a
@@ -202,6 +211,8 @@ class PlanTable:
                 pred_ok[slot] = bool(ok.size)
                 true_ok[slot] = bool(true_fit[best])
                 best_tp[slot] = tp_a[best]
+                best_pp[slot] = pp_a[best]
+                best_mb[slot] = mb_a[best]
                 best_it[slot] = it[best]
         reason = ""
         if not pred_ok.any():
@@ -214,4 +225,4 @@ class PlanTable:
             reason = getattr(plans, "reason", "") or (
                 f"no plan of up to {int(self.plan_counts_levels[-1])} GPUs fits in memory on this cluster"
             )
-        return pred_ok, true_ok, best_tp, best_it, reason
+        return pred_ok, true_ok, best_tp, best_it, reason, best_pp, best_mb

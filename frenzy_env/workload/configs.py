@@ -6,9 +6,11 @@ A job that records no model gets a training configuration by this seeded rule (:
 
 1. Candidates: every catalogue model (or those given) x global batch in :data:`ASSIGN_BATCH_SIZES`, at
    sequence length ``min(model.max_seq_len, 2048)`` (recorded batch or sequence values are kept).
-2. A candidate *fits* g GPUs when some layout ``dp x tp = g`` (``tp`` a power of two dividing g and the
-   heads, at most ``gpus_per_node``; ``dp <= batch``) has an "extended" MARP estimate within the memory of
-   the reference GPU type (default A100-80GB). Its *minimum* is the smallest power of two it fits.
+2. A candidate *fits* g GPUs when some layout ``dp x tp x pp = g`` (:func:`frenzy_env.layouts.plan_layouts`:
+   ``tp`` a power of two dividing g and the heads, at most ``gpus_per_node``; ``pp`` a power of two dividing
+   the layers; ``dp <= batch``; gradient accumulation over power-of-two micro-batches) has an "extended" MARP
+   estimate within the memory of the reference GPU type (default A100-80GB). Its *minimum* is the smallest
+   power of two it fits.
 3. For a job that asked for g GPUs, keep the candidates that fit g and are *right-sized*: minimum <= g <
    2 x minimum (the job asked for about what its configuration needs). None right-sized: every candidate
    that fits g. None at all: a :class:`ValueError` (for a recorded model: all its candidates).
@@ -30,8 +32,8 @@ import numpy as np
 
 from frenzy_env.cluster import get_gpu_type
 from frenzy_env.errors import ConfigError
-from frenzy_env.layouts import layouts
-from frenzy_env.memory import estimate_memory_array
+from frenzy_env.layouts import layouts, plan_layouts
+from frenzy_env.memory import estimate_memory_layouts
 from frenzy_env.models import MODELS, ModelSpec, get_model
 from frenzy_env.throughput import DEFAULT_UTILISATION, iteration_time_array
 
@@ -44,6 +46,12 @@ TP_LEVELS: tuple[int, ...] = (1, 2, 4, 8)
 def _layouts(heads: int, batch: int, count: int, per_node: int) -> tuple[np.ndarray, np.ndarray]:
     """(L,) dp and tp of every legal layout of ``count`` GPUs (:mod:`frenzy_env.layouts`), tp in TP_LEVELS."""
     return layouts(heads, batch, (count,), min(per_node, TP_LEVELS[-1]))
+
+
+def _plan_layouts(model: ModelSpec, batch: int, count: int, per_node: int) -> dict[str, np.ndarray]:
+    """(L,) dp, tp, pp and micro-batch of every candidate layout of ``count`` GPUs, tp in TP_LEVELS."""
+    dp, tp, pp, mb = plan_layouts(model.heads, model.layers, batch, (count,), min(per_node, TP_LEVELS[-1]))
+    return {"dp": dp, "tp": tp, "pp": pp, "micro_batch": mb}
 
 
 @lru_cache(maxsize=65536)
@@ -59,35 +67,39 @@ def reference_iteration_time(
 ) -> float:
     """Seconds per iteration of a job on ``gpus`` GPUs of ``gpu``, consolidated (what trace durations mean).
 
-    The fastest memory-feasible ("extended") layout; if none fits, the fastest layout ignoring memory; if
-    no layout exists (``gpus`` exceeds the batch and no tensor parallelism helps), ``dp = min(gpus, batch)``.
+    The fastest memory-feasible ("extended") layout (with pipeline stages and gradient accumulation, as
+    MARP plans them); if none fits, the fastest layout ignoring memory; if no layout exists (``gpus``
+    exceeds the batch and no tensor parallelism helps), ``dp = min(gpus, batch)``.
     """
     g = get_gpu_type(gpu)
-    dp, tp = _layouts(model.heads, batch_size, gpus, gpus_per_node)
-    if dp.size == 0:
-        dp, tp = np.array([min(gpus, batch_size)]), np.array([1])
+    lay = _plan_layouts(model, batch_size, gpus, gpus_per_node)
+    if lay["dp"].size == 0:
+        one = np.array([1])
+        lay = {"dp": np.array([min(gpus, batch_size)]), "tp": one, "pp": one, "micro_batch": np.array([batch_size])}
     span = max(1, -(-gpus // gpus_per_node))
     it = iteration_time_array(
         model,
         batch_size=batch_size,
         seq_len=seq_len,
         gpu=g,
-        dp=dp,
-        tp=tp,
+        dp=lay["dp"],
+        tp=lay["tp"],
         nodes_spanned=span,
         utilisation=utilisation,
+        pp=lay["pp"],
+        micro_batch=lay["micro_batch"],
     )  # (L,)
-    mem = estimate_memory_array(model, batch_size=batch_size, seq_len=seq_len, dp=dp, tp=tp)  # (L,)
+    mem = estimate_memory_layouts(model, batch_size=batch_size, seq_len=seq_len, **lay)  # (L,)
     ok = mem <= g.memory_bytes
     return float(it[ok].min() if ok.any() else it.min())
 
 
 @lru_cache(maxsize=65536)
 def _fits(model: ModelSpec, batch: int, seq: int, count: int, gpu: str, per_node: int) -> bool:
-    dp, tp = _layouts(model.heads, batch, count, per_node)
-    if dp.size == 0:
+    lay = _plan_layouts(model, batch, count, per_node)
+    if lay["dp"].size == 0:
         return False
-    mem = estimate_memory_array(model, batch_size=batch, seq_len=seq, dp=dp, tp=tp)
+    mem = estimate_memory_layouts(model, batch_size=batch, seq_len=seq, **lay)
     return bool((mem <= get_gpu_type(gpu).memory_bytes).any())
 
 

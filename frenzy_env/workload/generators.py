@@ -41,6 +41,27 @@ DURATION_QUANTILES: dict[str, tuple[float, ...]] = {
     "philly": (1.0, 17.0, 48.0, 61.0, 115.0, 1144.0, 2932.0, 11265.0, 43646.0, 254758.0, 1186277.0),
 }
 
+# Share of synthetic jobs by model size class (the default model pool), then split evenly among the catalogue
+# models of the class that fit. An ASSUMPTION, not a measurement: public LLM-cluster studies report that
+# most jobs are small (Hu et al., "Characterization of Large Language Model Development in the Datacenter",
+# NSDI 2024, arXiv 2403.07648: evaluation and debugging jobs dominate the job count while a few large
+# pretraining jobs hold most GPU time), but no study we could cite publishes job counts by parameter count.
+# Classes: < 2B parameters (GPT-2 family, BERT-large), 7-8B, 13B, 70B.
+MODEL_SIZE_MIX: dict[str, float] = {"<2B": 0.40, "7-8B": 0.35, "13B": 0.15, "70B": 0.10}
+
+
+def _size_class(m: ModelSpec) -> str:
+    n = m.num_params / 1e9
+    return "<2B" if n < 2 else ("7-8B" if n < 10 else ("13B" if n < 30 else "70B"))
+
+
+def _model_weights(models: list[ModelSpec]) -> np.ndarray:
+    """Draw probabilities of ``models`` under :data:`MODEL_SIZE_MIX` (classes with no model drop out)."""
+    cls = [_size_class(m) for m in models]
+    w = np.array([MODEL_SIZE_MIX[c] / cls.count(c) for c in cls])
+    return w / w.sum()
+
+
 @runtime_checkable
 class WorkloadGenerator(Protocol):
     """Anything with ``generate(seed) -> Workload``."""
@@ -61,8 +82,9 @@ def _quantile_sample(profile: str, u: np.ndarray) -> np.ndarray:
 class SyntheticGenerator:
     """Seeded synthetic workload: Poisson arrivals at a given load, catalogue models, trace-like durations.
 
-    Each job: a model drawn uniformly from ``models`` (default: catalogue models with a configuration that
-    fits ``max_gpus`` reference GPUs), a batch uniformly from the model's batches in
+    Each job: a model drawn from ``models`` (uniformly when given; default: catalogue models with a
+    configuration that fits ``max_gpus`` reference GPUs, by model size as :data:`MODEL_SIZE_MIX` says),
+    a batch uniformly from the model's batches in
     :data:`ASSIGN_BATCH_SIZES` that fit, ``seq_len = min(max_seq_len, 2048)``; it asks for its minimum
     power-of-two GPU count times 1, 2 or 4 (probabilities 0.5, 0.3, 0.2; capped at ``max_gpus``); its
     duration at that count on the reference GPU type is drawn from the ``duration_profile`` quantiles
@@ -134,6 +156,10 @@ class SyntheticGenerator:
     def generate(self, seed: int) -> Workload:
         cluster = ClusterSpec.preset(self.cluster) if isinstance(self.cluster, str) else self.cluster
         ref, per_node, cap, table = self._configs(cluster)
+        if self.models is None:
+            cum = np.cumsum(_model_weights([m for m, _ in table]))
+        else:
+            cum = np.arange(1, len(table) + 1) / len(table)
         n = int(self.num_jobs)
         rng = np.random.default_rng(seed)
         n_groups = (
@@ -151,7 +177,7 @@ class SyntheticGenerator:
         base_dur = _quantile_sample(self.duration_profile, u_dur)  # (G + n,)
 
         def config(k: int) -> tuple[ModelSpec, int, int, int]:
-            m, opts = table[min(int(u_cfg[k, 0] * len(table)), len(table) - 1)]
+            m, opts = table[min(int(np.searchsorted(cum, u_cfg[k, 0], side="right")), len(table) - 1)]
             b, s, mn = opts[min(int(u_cfg[k, 1] * len(opts)), len(opts) - 1)]
             mult = 1 if u_cfg[k, 2] < 0.5 else (2 if u_cfg[k, 2] < 0.8 else 4)
             g = mn * mult
