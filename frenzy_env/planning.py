@@ -6,7 +6,8 @@ each GPU type, keeps those whose peak memory per GPU (:func:`frenzy_env.memory.e
 the type's memory, and ranks them (:data:`RANKINGS`; Frenzy's tightest fit by default). For each (GPU type,
 dp, tp, pp) it keeps one micro-batch: the largest that fits when ``pp == 1`` (gradient accumulation costs
 no time in :mod:`frenzy_env.throughput`, and fewer steps are what a user would pick), 1 when ``pp > 1``
-(the smallest 1F1B bubble). The memory estimator itself is :mod:`frenzy_env.memory`.
+(the smallest 1F1B bubble); and it lists ``pp > 1`` layouts of a (GPU type, GPU count) only when no
+``pp == 1`` layout of that count fits the type (pipeline stages where the job needs them). The memory estimator itself is :mod:`frenzy_env.memory`.
 """
 
 from __future__ import annotations
@@ -156,6 +157,8 @@ class _Grid:
     c_mb: np.ndarray
     starts: np.ndarray  # (P,) intp first candidate of each triple
     c_index: np.ndarray  # (C,) intp position of each candidate
+    slot_pp1: np.ndarray  # (P, K) float64: triple p is a pp = 1 layout of the k-th GPU count
+    slot_of: np.ndarray  # (P, K) float64: triple p is a layout of the k-th GPU count
 
 
 @lru_cache(maxsize=1024)
@@ -179,6 +182,9 @@ def _grid(
         dp[cand].astype(f), tp[cand].astype(f), pp[cand].astype(f), mb[cand].astype(f),
         starts, np.arange(cand.size, dtype=np.intp),
     )
+    count = arrays[0] * arrays[1] * arrays[2]
+    slot_of = (count[:, None] == np.array(powers_of_two(max_gpus), dtype=f)[None, :]).astype(f)
+    arrays = (*arrays, slot_of * (arrays[2] == 1.0)[:, None], slot_of)
     for a in arrays:
         a.flags.writeable = False
     return _Grid(*arrays)
@@ -238,6 +244,9 @@ def _feasible(
     fit_c = mem_c <= table.caps[:, None]  # (T, C)
     first = np.minimum.reduceat(np.where(fit_c, g.c_index, n_c), g.starts, axis=1)  # (T, P) largest mb that fits
     ok = (first < n_c) & (g.tp <= table.per_node[:, None])
+    # pipeline stages only where the job needs them: on a (type, count) slot with no pp = 1 layout that fits
+    pp1_fits = (ok.astype(np.float64) @ g.slot_pp1) > 0.0  # (T, K)
+    ok &= (g.pp == 1.0) | ~((pp1_fits.astype(np.float64) @ g.slot_of.T) > 0.0)
     pick = np.minimum(first, n_c - 1)
     mb = np.where(ok, g.c_mb[pick], np.nan)
     mem = np.where(ok, mem_c[pick], np.inf)
@@ -367,13 +376,16 @@ def plan_resources(
     ti_l = t_idx[order].tolist()
     dp_l, tp_l, pp_l, mb_l, acc_l = (a[order].astype(np.int64).tolist() for a in (dp_f, tp_f, pp_f, mb_f, acc_f))
     mem_l, cap_l, time_l = mem_f[order].tolist(), cap_f[order].astype(np.int64).tolist(), times[order].tolist()
-    return PlanList(
-        [
-            ResourcePlan(names[ti_l[i]], dp_l[i], tp_l[i], mem_l[i], cap_l[i], time_l[i], pp_l[i], mb_l[i], acc_l[i])
-            for i in range(len(ti_l))
-        ],
-        "",
-    )
+    new, cls = object.__new__, ResourcePlan
+    out = []
+    for i in range(len(ti_l)):  # a frozen dataclass's __init__ sets fields one by one: fill __dict__ at once
+        plan = new(cls)
+        plan.__dict__.update(
+            gpu_type=names[ti_l[i]], dp=dp_l[i], tp=tp_l[i], predicted_bytes_per_gpu=mem_l[i],
+            capacity_bytes=cap_l[i], est_iter_time=time_l[i], pp=pp_l[i], micro_batch=mb_l[i], accumulation=acc_l[i],
+        )
+        out.append(plan)
+    return PlanList(out, "")
 
 
 def fits(

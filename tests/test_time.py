@@ -109,9 +109,10 @@ def test_a_wakeup_returns_to_the_policy_where_the_env_would_advance():
 
 
 def test_the_env_never_skips_a_job_beyond_the_window_that_could_start():
-    """Queue window of 1: job 0 (llama-7b: 4 GPUs at least) cannot start while job 2 holds 2 of the 4 GPUs, but
-    job 1 (gpt2, beyond the window) could: the env stops instead of advancing to job 2's finish."""
-    jobs = [JobSpec(0, 0.0, get_model("llama-7b"), 8, 512, 1e5, requested_gpus=4),
+    """Queue window of 1: job 0 (llama-13b: 4 GPUs at least, even with gradient accumulation and pipeline stages)
+    cannot start while job 2 holds 2 of the 4 GPUs, but job 1 (gpt2, beyond the window) could: the env stops
+    instead of advancing to job 2's finish."""
+    jobs = [JobSpec(0, 0.0, get_model("llama-13b"), 8, 512, 1e5, requested_gpus=4),
             JobSpec(1, 0.0, get_model("gpt2"), 8, 512, 100.0, requested_gpus=1),
             JobSpec(2, 0.0, get_model("gpt2"), 8, 512, 1e5, requested_gpus=2)]
     env = FrenzyEnv(cluster=ONE_NODE, workload=Workload("w", jobs), queue_slots=1, running_slots=4)

@@ -74,11 +74,20 @@ def test_work_iterations_reproduce_the_recorded_duration():
     assert work.shape == (570,) and np.all(np.isfinite(work)) and np.all(work > 0)
     job = next(j for j in w if j.requested_gpus == 16)
     i = job.job_id
-    # by hand: fastest memory-feasible layout of 16 A100s (8 per node -> 2 nodes) among tp in 1, 2, 4, 8
-    from frenzy_env.memory import estimate_memory_array
+    # by hand: fastest memory-feasible layout of 16 A100s (8 per node -> 2 nodes) among tp in 1, 2, 4, 8, pp a
+    # power of two dividing the layers, and (pp = 1) power-of-two micro-batches of the per-replica batch
+    from frenzy_env.memory import estimate_memory
 
-    tp = np.array([t for t in (1, 2, 4, 8) if job.model.heads % t == 0 and 16 // t <= job.batch_size])
-    dp = 16 // tp
+    rows = []
+    for tp in (1, 2, 4, 8):
+        for pp in (1, 2, 4, 8, 16):
+            if job.model.heads % tp or job.model.layers % pp or 16 % (tp * pp) or 16 // (tp * pp) > job.batch_size:
+                continue
+            dp = 16 // (tp * pp)
+            rep = -(-job.batch_size // dp)
+            for mb in [rep] + [2**k for k in range(12) if 2**k < rep and rep % 2**k == 0] if pp == 1 else [1]:
+                rows.append((dp, tp, pp, mb))
+    dp, tp, pp, mb = (np.array(c) for c in zip(*rows))
     it = iteration_time_array(
         job.model,
         batch_size=job.batch_size,
@@ -87,11 +96,14 @@ def test_work_iterations_reproduce_the_recorded_duration():
         dp=dp,
         tp=tp,
         nodes_spanned=2,
+        pp=pp,
+        micro_batch=mb,
     )
-    ok = (
-        estimate_memory_array(job.model, batch_size=job.batch_size, seq_len=job.seq_len, dp=dp, tp=tp)
-        <= 80 * 2**30
-    )
+    ok = np.array([
+        estimate_memory(job.model, batch_size=job.batch_size, seq_len=job.seq_len, dp=int(d), tp=int(t), pp=int(p),
+                        micro_batch=int(m)).total_bytes <= 80 * 2**30
+        for d, t, p, m in rows
+    ])
     assert ok.any()
     assert work[i] == pytest.approx(job.recorded_duration / it[ok].min())
 

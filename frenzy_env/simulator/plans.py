@@ -4,8 +4,8 @@ throughput/feasibility matrix), computed once per (cluster, workload, config, se
 A *plan slot* ``p`` is a (GPU type, GPU count) pair, count in 1, 2, 4, ... up to ``max_plan_gpus``. For each
 job and plan slot the table holds the layout the predictor picks (the fastest legal (dp, tp, pp,
 micro-batch) layout, :func:`frenzy_env.layouts.plan_layouts`, that the predictor says fits; among equally
-fast ones the fewest pipeline stages, the smallest tp and the largest micro-batch; ``layout_tp``,
-``layout_pp``, ``layout_mb``), whether the predictor says it fits
+fast ones the fewest pipeline stages, the smallest tp and the largest micro-batch; ``layout_tp``, and per
+distinct configuration ``_row_pp_l``, ``_row_mb_l``), whether the predictor says it fits
 (``pred_ok``), whether it truly fits (``true_ok``, the "extended" estimator), and its seconds per iteration on
 a consolidated placement (``iter_time``). The matrices are computed once per distinct (model, batch, sequence)
 and gathered for the jobs with it; per-job index tables (``_job_pl``, ``_job_tl``) turn the masks into
@@ -128,8 +128,8 @@ class PlanTable:
         it = np.stack([r[3] for r in rows])
         pp = np.stack([r[5] for r in rows])
         mbs = np.stack([r[6] for r in rows])
-        self.layout_pp = pp[key_of_job]  # (J, P) pipeline stages of the chosen layout
-        self.layout_mb = mbs[key_of_job]  # (J, P) its micro-batch (gradient accumulation)
+        # per distinct configuration (K rows) and plan: pipeline stages and micro-batch of the chosen layout
+        # (job j's are ``_row_pp_l[_row_key_l[j]][p]``); no (J, P) copies, to keep the table small
         self._row_pp_l, self._row_mb_l = (tuple(map(tuple, a.tolist())) for a in (pp, mbs))
         self.pred_ok = pred[key_of_job]  # (J, P)
         self.true_ok = true[key_of_job]
