@@ -7,7 +7,8 @@ the type's memory, and ranks them (:data:`RANKINGS`; Frenzy's tightest fit by de
 dp, tp, pp) it keeps one micro-batch: the largest that fits when ``pp == 1`` (gradient accumulation costs
 no time in :mod:`frenzy_env.throughput`, and fewer steps are what a user would pick), 1 when ``pp > 1``
 (the smallest 1F1B bubble); and it lists ``pp > 1`` layouts of a (GPU type, GPU count) only when no
-``pp == 1`` layout of that count fits the type (pipeline stages where the job needs them). The memory estimator itself is :mod:`frenzy_env.memory`.
+``pp == 1`` layout of that count fits the type (pipeline stages where the job needs them). The memory
+estimator itself is :mod:`frenzy_env.memory`.
 """
 
 from __future__ import annotations
