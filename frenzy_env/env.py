@@ -871,6 +871,8 @@ class EnvPreset:
 
 ENV_PRESETS: tuple[EnvPreset, ...] = (
     EnvPreset("frenzy/HeteroCluster-v1", "frenzy-testbed", "itp-default"),
+    # the default week at its recorded arrival rate: offered load ~2.1 (frenzy_env.workload.load), overloaded
+    EnvPreset("frenzy/HeteroClusterOverloaded-v1", "frenzy-testbed", "itp-overloaded"),
     EnvPreset("frenzy/HeteroClusterSynthetic-v1", "frenzy-testbed", "synthetic"),
     EnvPreset("frenzy/HeteroClusterSmall-v1", "frenzy-testbed", "synthetic-small"),
     EnvPreset("frenzy/Doubling64-v1", "doubling-64", "synthetic"),

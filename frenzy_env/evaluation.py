@@ -38,12 +38,14 @@ its start or resize (``start_time_s``; iterations from ``progress_from_s``) to i
 while running) with its ``outcome`` ("finished", "oom", "resized", "preempted" or "running"); ``gpus`` is the
 tuple of the cluster's GPU indices it held, ``attempt`` its number among the job's attempts (0, 1, ...)."""
 SUMMARY_METRICS = (
-    "avg_jct_h", "p95_jct_h", "makespan_h", "gpu_hours", "utilisation_frac", "ooms", "restarts", "rejected",
+    "offered_load_ratio", "avg_jct_h", "p95_jct_h", "makespan_h", "gpu_hours", "lost_gpu_hours", "utilisation_frac",
+    "ooms", "restarts", "rejected",
     "invalid_actions", "latency_median_ms", "latency_p99_ms",
 )
 """Episode metrics summarised over seeds. Every name says its unit: ``_h`` hours, ``_frac`` a fraction in
-[0, 1], ``_ms`` milliseconds, ``gpu_hours`` GPU-hours; ``ooms``, ``restarts``, ``rejected`` and
-``invalid_actions`` are counts."""
+[0, 1], ``_ms`` milliseconds, ``gpu_hours`` GPU-hours (``lost_gpu_hours``: those held by attempts that failed
+with out-of-memory); ``offered_load_ratio`` is the episode workload's offered load on the cluster, a ratio
+(:mod:`frenzy_env.workload.load`); ``ooms``, ``restarts``, ``rejected`` and ``invalid_actions`` are counts."""
 FEW_SEEDS = 3
 """Below this many seeds a t-interval is reported with a warning (:func:`interval_note`)."""
 
@@ -135,6 +137,15 @@ def play(
     return info, bool(terminated), np.array(latencies)
 
 
+def episode_offered_load(sim: Any) -> float:
+    """The offered load (:func:`frenzy_env.workload.offered_load`) of a simulator's workload on its cluster, at its
+    utilisation and largest plan."""
+    from frenzy_env.workload import offered_load
+
+    cfg = sim.config
+    return offered_load(sim.workload, sim.cluster, utilisation=cfg.utilisation, max_gpus=cfg.max_plan_gpus)
+
+
 def run_episode(
     env: Any,
     policy: Policy,
@@ -155,6 +166,7 @@ def run_episode(
     metrics["latency_p99_ms"] = float(np.percentile(lat, 99) * 1e3) if lat.size else 0.0
     metrics["decisions"] = float(lat.size)
     sim = base.sim
+    metrics["offered_load_ratio"] = episode_offered_load(sim)
     return EpisodeResult(jobs_table(sim), metrics, sim.utilisation_timeline(), lat, attempts_table(sim))
 
 
@@ -250,7 +262,8 @@ def summary_markdown(summary: pd.DataFrame, metrics: tuple[str, ...] = SUMMARY_M
         cells += [format_ci(float(row[m]), float(row.get(f"{m}_ci95", math.nan))) for m in shown]
         lines.append("| " + " | ".join(cells) + " |")
     notes = [
-        "Units in the names: _h hours, _frac a fraction of 1, _ms milliseconds, gpu_hours GPU-hours; the others "
+        "Units in the names: _h hours, _frac a fraction of 1, _ms milliseconds, gpu_hours GPU-hours (lost_gpu_hours: "
+        "held by out-of-memory attempts); _ratio a ratio (offered_load_ratio: of the cluster's capacity); the others "
         "are counts. ± is the 95% CI half-width (t distribution over the n seeds).",
     ]
     note = interval_note(summary)

@@ -560,7 +560,33 @@ def claims_markdown(result: ReproduceResult) -> str:
     for r in result.rows:
         if r.detail:
             lines.append(f"- {r.claim} [{r.scenario}]: {r.detail}")
+    lines += workloads_markdown(result.episodes)
     return "\n".join(lines) + "\n"
+
+
+def workloads_markdown(episodes: list[dict]) -> list[str]:
+    """Lines of a table, one row per workload: its offered load (:mod:`frenzy_env.workload.load`, mean over the
+    seeds' draws) and the GPU-hours lost to out-of-memory attempts per policy (mean over seeds)."""
+    import pandas as pd
+
+    if not episodes:
+        return []
+    df = pd.DataFrame(episodes)
+    if "offered_load_ratio" not in df or "lost_gpu_hours" not in df:
+        return []
+    lines = [
+        "",
+        "Workloads: offered load (speed- and memory-aware, 1.0 = the cluster's capacity over the arrival window) and "
+        "GPU-hours lost to out-of-memory attempts, per policy (means over seeds):",
+        "",
+        "| workload | offered load | lost GPU-hours by policy |",
+        "|---|---|---|",
+    ]
+    for wl, sub in df.groupby("workload", sort=False):
+        lost = sub.groupby("policy", sort=False)["lost_gpu_hours"].mean()
+        cells = ", ".join(f"{p} {v:.3g}" for p, v in lost.items())
+        lines.append(f"| {wl} | {sub['offered_load_ratio'].mean():.3g} | {cells} |")
+    return lines
 
 
 def write_outputs(result: ReproduceResult, out: Path) -> list[Path]:

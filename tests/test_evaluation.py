@@ -50,7 +50,7 @@ def test_confidence_interval_by_hand():
 
 # ------------------------------------------------------------------ units, numbers and intervals
 COUNTS = {"jobs", "finished", "rejected", "ooms", "restarts", "invalid_actions", "steps", "decisions"}
-UNITS = ("_h", "_s", "_ms", "_frac", "gpu_hours")
+UNITS = ("_h", "_s", "_ms", "_frac", "_ratio", "gpu_hours")
 
 
 def _says_its_unit(name: str) -> bool:

@@ -24,6 +24,7 @@ from frenzy_env.workload import (
     WorkloadGenerator,
     data_path,
     make_generator,
+    offered_load,
     reference_iteration_time,
 )
 
@@ -62,8 +63,12 @@ def test_trace_generator_keeps_recorded_fields_and_redraws_models():
     gen = make_generator("itp-default")
     assert isinstance(gen, TraceGenerator) and isinstance(gen, WorkloadGenerator)
     a, b, a2 = gen.generate(0), gen.generate(1), gen.generate(0)
-    rec = [(j.name, j.submit_time, j.requested_gpus, j.recorded_duration) for j in a]
-    assert rec == [(j.name, j.submit_time, j.requested_gpus, j.recorded_duration) for j in b]
+    rec = [(j.name, j.requested_gpus, j.recorded_duration) for j in a]
+    assert rec == [(j.name, j.requested_gpus, j.recorded_duration) for j in b]
+    # arrival times: the recorded ones, stretched by one factor per seed to the preset's offered load (the factor
+    # depends on the seed's model assignment)
+    ta, tb = np.array([j.submit_time for j in a]), np.array([j.submit_time for j in b])
+    assert ta[0] == tb[0] == 0.0 and np.allclose(ta[1:] / tb[1:], ta[-1] / tb[-1])
     assert [(j.model, j.batch_size) for j in a] == [(j.model, j.batch_size) for j in a2]
     assert [(j.model, j.batch_size) for j in a] != [(j.model, j.batch_size) for j in b]
 
@@ -310,11 +315,8 @@ def test_synthetic_durations_match_trace_quantiles(profile):
         got = np.quantile(dur, q)
         want = target[np.flatnonzero(levels == q)[0]]
         assert got == pytest.approx(want, rel=0.15), (q, got, want)
-    # offered load: reference GPU-seconds over (arrival span x cluster GPUs)
-    submit = np.array([j.submit_time for j in w])
-    gpus = np.array([j.requested_gpus for j in w])
-    offered = (dur * gpus).sum() / (submit[-1] * CLUSTER.num_gpus)
-    assert offered == pytest.approx(0.5, rel=0.1)
+    # offered load (frenzy_env.workload.load, speed- and memory-aware): exactly the generator's load
+    assert offered_load(w, CLUSTER) == pytest.approx(0.5, rel=1e-9)
 
 
 def test_recurring_groups_share_configuration_and_similar_work():

@@ -26,7 +26,26 @@ class SimConfig:
     startup_time: seconds between a start and the first iteration (container, data loader, compile).
     restart_overhead: extra seconds a resize costs (stop and checkpoint), on top of ``startup_time``;
         Capes et al. (arXiv 1908.08082) measured about 10 s.
-    oom_delay: seconds after a start at which a plan that does not fit fails with out-of-memory.
+    oom_delay: seconds after a start at which a plan that does not fit fails with out-of-memory and releases
+        its GPUs; ``None`` (the default): the OOM cost model below. A number overrides it (the flat 30 s of
+        earlier versions: ``oom_delay=30``).
+    teardown_time: seconds from an out-of-memory error to the GPUs being free again (process exit, CUDA
+        context and NCCL communicator destruction, the scheduler noticing the failed container).
+
+    OOM cost model (``oom_delay=None``): an attempt on a plan that does not fit holds its GPUs for
+
+        startup_time (+ restart_overhead after a resize) + first_step + teardown_time
+
+    ``startup_time`` (container start, framework import, model build and load, data loader workers, NCCL
+    set-up; the simulator's start-up estimate, default 30 s) comes before any iteration, as for a job that
+    fits; peak memory is reached in the first training step's backward pass (Frenzy/MARP: the peak is model
+    states + activations of one step), so the job runs one step, ``first_step`` = the plan's modelled
+    iteration time (:mod:`frenzy_env.throughput`; a lower bound, since a first step also pays CUDA/cuDNN
+    warm-up), before the error; then ``teardown_time``. Sources and assumptions: the 30 s start-up is this
+    project's default (DESIGN.md), consistent with the restart costs Capes et al. (arXiv 1908.08082) measured
+    for ring-allreduce jobs (~10 s stop/checkpoint on top of a start); the 10 s teardown is an ASSUMPTION
+    of the same order as their stop overhead (no checkpoint is written after an OOM), not a measurement.
+    The GPU time of every failed attempt is counted in the ``lost_gpu_hours`` metric.
     max_plan_gpus: largest GPU count of a plan slot (powers of two up to it).
     placement: "best_fit" (Frenzy's HAS) or "spread" (locality-aware, largest free nodes first).
     work_info: what schedulers know of a job's work: "exact" (the configured iterations; the default, since
@@ -39,7 +58,8 @@ class SimConfig:
     predictor: str = "extended"
     startup_time: float = 30.0
     restart_overhead: float = 10.0
-    oom_delay: float = 30.0
+    oom_delay: float | None = None
+    teardown_time: float = 10.0
     max_plan_gpus: int = 64
     placement: str = "best_fit"
     work_info: str = "exact"
@@ -53,8 +73,10 @@ class SimConfig:
             raise ConfigError(f"work_info must be one of {', '.join(WORK_INFO)}, got {self.work_info!r}")
         if self.placement not in ("best_fit", "spread"):
             raise ConfigError(f"placement must be 'best_fit' or 'spread', got {self.placement!r}")
-        for name in ("startup_time", "restart_overhead", "oom_delay", "work_noise"):
+        for name in ("startup_time", "restart_overhead", "oom_delay", "teardown_time", "work_noise"):
             value = getattr(self, name)
+            if value is None and name == "oom_delay":
+                continue
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise ConfigError(f"{name} must be a finite number >= 0, got {value!r}")
         if not (isinstance(self.max_plan_gpus, int) and self.max_plan_gpus >= 1):

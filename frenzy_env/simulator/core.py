@@ -114,6 +114,7 @@ class ClusterSimulator(_MaskLayer):
         self.finished = 0
         self.rejected = 0
         self.oom_failures = 0
+        self.lost_gpu_seconds = 0.0  # GPU-seconds held by attempts that failed with out-of-memory
         self.restarts = 0
         self.busy_gpus = 0
         self.util_times = array("d", [self.now])
@@ -448,7 +449,10 @@ class ClusterSimulator(_MaskLayer):
         self.attempts.append(attempt)
         self._set_busy(self.busy_gpus + num)
         if will_oom:
-            self._push(now + cfg.oom_delay, _OOM, job, version)
+            delay = cfg.oom_delay
+            if delay is None:  # the OOM cost model of SimConfig: start-up, the first step, teardown
+                delay = cfg.startup_time + extra_delay + float(it) + cfg.teardown_time
+            self._push(now + delay, _OOM, job, version)
         else:
             remaining = max(0.0, float(self.work[job]) - done_base)
             self._push(progress_from + remaining * it, _FINISH, job, version)
@@ -483,6 +487,7 @@ class ClusterSimulator(_MaskLayer):
 
     def _oom(self, job: int) -> None:
         run = self.running[job]
+        self.lost_gpu_seconds += self._plan_count_l[run.plan] * (self.now - run.held_since)
         self._stop(job, "oom")
         self.oom_known[job, run.plan] = True
         self.avail[job, run.plan] = False
@@ -552,7 +557,8 @@ class ClusterSimulator(_MaskLayer):
 
     def metrics(self) -> dict[str, float]:
         """Episode metrics computed from the per-job records; each name ends in its unit (``_h`` hours,
-        ``_frac`` a fraction in [0, 1]; ``gpu_hours`` GPU-hours; the others are counts)."""
+        ``_frac`` a fraction in [0, 1]; ``gpu_hours`` GPU-hours, all attempts; ``lost_gpu_hours`` GPU-hours of the
+        attempts that failed with out-of-memory, included in ``gpu_hours``; the others are counts)."""
         fin = [r for r in self.records if not math.isnan(r.finish_time)]
         jct = np.array([r.finish_time - r.submit_time for r in fin]) if fin else np.zeros(0)
         first = float(self.submit[0])
@@ -571,6 +577,7 @@ class ClusterSimulator(_MaskLayer):
             "gpu_hours": gpu_seconds / 3600.0,
             "utilisation_frac": float(util),
             "ooms": float(self.oom_failures),
+            "lost_gpu_hours": self.lost_gpu_seconds / 3600.0,
             "restarts": float(self.restarts),
         }
 

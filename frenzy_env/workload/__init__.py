@@ -9,6 +9,8 @@ order:
 - :mod:`~frenzy_env.workload.configs`: layouts and memory fit, :func:`reference_iteration_time` and the
   seeded model-assignment rule (:func:`assign_configs`) for jobs that record no model;
 - :mod:`~frenzy_env.workload.spec`: :class:`JobSpec` and :class:`Workload` (and its work in iterations);
+- :mod:`~frenzy_env.workload.load`: the offered load of a workload on a cluster (:func:`offered_load`,
+  speed- and memory-aware capacity; its definition is that module's docstring);
 - :mod:`~frenzy_env.workload.traces`: the trace formats, :func:`read_trace` and :func:`data_path` (the
   shipped extract :data:`ITP_EXTRACT`);
 - :mod:`~frenzy_env.workload.generators`: :class:`SyntheticGenerator`, :class:`TraceGenerator`,
@@ -35,6 +37,7 @@ from frenzy_env.workload.generators import (
     WorkloadGenerator,
     make_generator,
 )
+from frenzy_env.workload.load import LoadReport, arrival_window, offered_load, offered_load_detail
 from frenzy_env.workload.spec import JobSpec, Workload
 from frenzy_env.workload.traces import (
     CANONICAL_OPTIONAL,
@@ -59,15 +62,19 @@ __all__ = [
     "WORKLOAD_PRESETS",
     "FixedGenerator",
     "JobSpec",
+    "LoadReport",
     "NoConfigurationError",
     "SyntheticGenerator",
     "TraceGenerator",
     "Workload",
     "WorkloadGenerator",
+    "arrival_window",
     "assign_configs",
     "data_path",
     "default_seq_len",
     "make_generator",
+    "offered_load",
+    "offered_load_detail",
     "read_trace",
     "reference_iteration_time",
 ]

@@ -17,6 +17,16 @@ A job that records no model gets a training configuration by this seeded rule (:
 4. Draw two uniforms per job, in job order, from ``numpy.random.default_rng(seed)``: the first picks the
    model among the kept ones (catalogue order), the second the batch among that model's kept batches.
 
+With a GPU mix (``gpu_mix``: the cluster's GPU types with their counts and node sizes, as trace loaders pass
+when given a cluster), step 2's memory is not always the reference type's: after the draws of step 4, one
+more uniform per job (in job order) draws the job's *sizing type* among the types with at least ``g`` GPUs,
+with probability proportional to their GPU counts, and steps 2-3 use that type's memory and node size. A job
+sized for the smallest-memory type fits every larger one at its recorded count, so every GPU type keeps
+work it can run at the counts the trace recorded, in proportion to its share of the cluster (sizing every
+job to the reference A100-80GB left 447 of the 570 jobs of the default ITP week runnable at their recorded
+count only on the 32 A100s of frenzy-testbed, and the RTX3090s idle under FIFO). A job with no candidate
+on its sizing type falls back to the reference type.
+
 Assigned fields are listed in :attr:`JobSpec.assigned`; recorded ones never change with the seed.
 
 :func:`reference_iteration_time` is the seconds per iteration of a configuration on a given GPU count of the
@@ -159,6 +169,31 @@ def _candidates(
     )
 
 
+def _sizing_types(
+    counts: np.ndarray,
+    u: np.ndarray,
+    gpu_mix: Sequence[tuple[str, int, int]] | None,
+    reference_gpu_type: str,
+    gpus_per_node: int,
+) -> list[tuple[str, int]]:
+    """(n,) (GPU type, GPUs per node) each job is sized for: drawn by ``u`` among the types of ``gpu_mix`` with
+    at least the job's count of GPUs, in proportion to their counts; the reference type without a mix."""
+    ref = (reference_gpu_type, int(gpus_per_node))
+    if not gpu_mix:
+        return [ref] * len(counts)
+    mix = [(get_gpu_type(t).name, int(c), int(p)) for t, c, p in gpu_mix if int(c) > 0]
+    out = []
+    for g, x in zip(counts.tolist(), u.tolist()):
+        ok = [(t, c, p) for t, c, p in mix if c >= g]
+        if not ok:
+            out.append(ref)
+            continue
+        w = np.cumsum([c for _, c, _ in ok], dtype=np.float64)
+        k = min(int(np.searchsorted(w, x * w[-1], side="right")), len(ok) - 1)
+        out.append((ok[k][0], ok[k][2]))
+    return out
+
+
 def assign_configs(
     counts: np.ndarray,
     *,
@@ -169,10 +204,13 @@ def assign_configs(
     models: Sequence[str | ModelSpec] | None = None,
     reference_gpu_type: str = REFERENCE_GPU_TYPE,
     gpus_per_node: int = 8,
+    gpu_mix: Sequence[tuple[str, int, int]] | None = None,
 ) -> tuple[list[ModelSpec], np.ndarray, np.ndarray]:
     """Training configurations for jobs that asked for ``counts`` GPUs (the rule in the module docstring).
 
-    Returns (models list, (n,) batch sizes, (n,) sequence lengths); recorded values are kept as given.
+    ``gpu_mix``: ``(gpu type, GPUs of that type, GPUs per node)`` of the cluster; ``None`` sizes every job to
+    ``reference_gpu_type``. Returns (models list, (n,) batch sizes, (n,) sequence lengths); recorded values
+    are kept as given.
     """
     counts = np.asarray(counts, dtype=np.int64)  # (n,)
     n = counts.size
@@ -183,16 +221,23 @@ def assign_configs(
     rec_m = list(recorded_model) if recorded_model is not None else [None] * n
     rec_b = list(recorded_batch) if recorded_batch is not None else [None] * n
     rec_s = list(recorded_seq) if recorded_seq is not None else [None] * n
-    u = np.random.default_rng(seed).random((n, 2))  # (n, 2): model draw, batch draw
+    rng = np.random.default_rng(seed)
+    u = rng.random((n, 2))  # (n, 2): model draw, batch draw
+    sizing = _sizing_types(counts, rng.random(n), gpu_mix, reference_gpu_type, gpus_per_node)  # (n,) (type, node)
     out_m: list[ModelSpec] = [None] * n  # type: ignore[list-item]
     out_b = np.empty(n, dtype=np.int64)
     out_s = np.empty(n, dtype=np.int64)
     groups: dict[tuple, list[int]] = {}
     for i in range(n):
-        groups.setdefault((int(counts[i]), rec_m[i], rec_b[i], rec_s[i]), []).append(i)
-    for (count, m, b, s), rows in groups.items():
+        groups.setdefault((int(counts[i]), rec_m[i], rec_b[i], rec_s[i], sizing[i]), []).append(i)
+    for (count, m, b, s, (gpu, per_node)), rows in groups.items():
         try:
-            cands = _candidates(count, m, b, s, model_pool, reference_gpu_type, gpus_per_node)
+            try:
+                cands = _candidates(count, m, b, s, model_pool, gpu, per_node)
+            except NoConfigurationError:
+                if (gpu, per_node) == (reference_gpu_type, gpus_per_node):
+                    raise
+                cands = _candidates(count, m, b, s, model_pool, reference_gpu_type, gpus_per_node)
         except NoConfigurationError as exc:
             raise NoConfigurationError(str(exc), index=rows[0]) from None
         kept_models = list(dict.fromkeys(c[0] for c in cands))  # catalogue order, distinct

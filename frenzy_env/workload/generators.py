@@ -25,6 +25,7 @@ from frenzy_env.workload.configs import (
     default_seq_len,
     reference_iteration_time,
 )
+from frenzy_env.workload.load import cluster_seconds, offered_load
 from frenzy_env.workload.spec import JobSpec, Workload
 from frenzy_env.workload.traces import ITP_EXTRACT, data_path
 
@@ -62,6 +63,11 @@ def _model_weights(models: list[ModelSpec]) -> np.ndarray:
     return w / w.sum()
 
 
+#: Offered load of the default scenarios (:mod:`~frenzy_env.workload.load`): moderately loaded, so queues form
+#: at bursts but the cluster keeps up over the window.
+DEFAULT_LOAD = 0.8
+
+
 @runtime_checkable
 class WorkloadGenerator(Protocol):
     """Anything with ``generate(seed) -> Workload``."""
@@ -93,13 +99,17 @@ class SyntheticGenerator:
     ``round(num_jobs * recurring_fraction / mean_group_size)`` recurring groups: same configuration and GPU
     count as the group, duration = the group's base duration x lognormal(0, ``group_sigma``).
 
-    Arrivals are a Poisson process of rate ``load * cluster GPUs / mean(duration * requested GPUs)`` (GPU-
-    seconds on the reference type), so ``load`` 1.0 offers as much work as the cluster holds; the first
-    job arrives at 0.
+    ``load`` is the offered load of :mod:`~frenzy_env.workload.load` (speed- and memory-aware: each job's work
+    over the cluster's capacity for it, summed, over the arrival window), and the generated workload has
+    exactly that load on ``cluster``: arrivals are a Poisson process of rate ``load / mean_j(W_j / C_j)``
+    conditioned on its window, i.e. the ``n - 1`` exponential gaps are scaled to sum to ``(n - 1) / rate``
+    (given the number of arrivals in a window, Poisson arrival times are uniform order statistics, whose
+    spacings are normalised exponentials). The first job arrives at 0. Before issue 16 ``load`` counted every
+    GPU as one of the reference type, which made "0.7" about 1.2 on frenzy-testbed.
     """
 
     num_jobs: int = 200
-    load: float = 0.7
+    load: float = 0.8
     cluster: ClusterSpec | str = "frenzy-testbed"
     models: tuple[str, ...] | None = None
     duration_profile: str = "itp"
@@ -197,14 +207,21 @@ class SyntheticGenerator:
                 m, b, s, g = config(n_groups + i)
                 dur = float(base_dur[n_groups + i])
             rows.append((m, b, s, g, dur, gid))
-        gpu_seconds = np.array([r[4] * r[3] for r in rows])
-        rate = self.load * cluster.num_gpus / float(gpu_seconds.mean())  # arrivals per second
-        submit = np.concatenate([[0.0], np.cumsum(gaps[:-1] / rate)])  # (n,)
+        iters = np.array(
+            [
+                d / reference_iteration_time(m, b, s, g, gpu=ref, gpus_per_node=per_node, utilisation=self.utilisation)
+                for m, b, s, g, d, _ in rows
+            ]
+        )  # (n,) work W_j
+        secs, _ = cluster_seconds(
+            [r[:4] for r in rows], iters, cluster, utilisation=self.utilisation, max_gpus=int(self.max_gpus)
+        )  # (n,) W_j / C_j; every configuration fits the reference type
+        rate = self.load / float(np.nanmean(secs))  # arrivals per second
+        if n > 1:
+            gaps = gaps[:-1] * ((n - 1) / rate / float(gaps[:-1].sum()))  # window T = n / rate exactly
+        submit = np.concatenate([[0.0], np.cumsum(gaps[: n - 1])])  # (n,)
         jobs = []
-        for i, (m, b, s, g, dur, gid) in enumerate(rows):
-            t = reference_iteration_time(
-                m, b, s, g, gpu=ref, gpus_per_node=per_node, utilisation=self.utilisation
-            )
+        for i, (m, b, s, g, _, gid) in enumerate(rows):
             jobs.append(
                 JobSpec(
                     job_id=i,
@@ -212,7 +229,7 @@ class SyntheticGenerator:
                     model=m,
                     batch_size=b,
                     seq_len=s,
-                    iterations=dur / t,
+                    iterations=float(iters[i]),
                     requested_gpus=g,
                     group=gid,
                     name=f"syn-{i}",
@@ -228,7 +245,14 @@ class SyntheticGenerator:
 
 @dataclass(frozen=True)
 class TraceGenerator:
-    """A trace replayed as recorded; only the assigned fields (model, batch, sequence) change per seed."""
+    """A trace replayed as recorded; only the assigned fields (model, batch, sequence) change per seed.
+
+    ``cluster``: the cluster whose GPU mix sizes the assigned models (:mod:`~frenzy_env.workload.configs`;
+    ``None``: the reference type only); an env binds it to its own cluster. ``load``: when given, the arrival
+    times (after ``load_scale``) are stretched or compressed so that the workload's offered load
+    (:mod:`~frenzy_env.workload.load`) on ``cluster`` is exactly ``load`` (it depends on the seed's model
+    assignment, so the factor is computed per seed and recorded in :attr:`Workload.source`).
+    """
 
     path: str
     format: str = "itp"
@@ -240,9 +264,17 @@ class TraceGenerator:
     gpus_per_node: int = 8
     models: tuple[str, ...] | None = None
     name: str | None = None
+    cluster: ClusterSpec | str | None = None
+    load: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.load is not None and not (isinstance(self.load, (int, float)) and self.load > 0):
+            raise ConfigError(f"load must be a positive number or None, got {self.load!r}")
+        if self.load is not None and self.cluster is None:
+            raise ConfigError("a TraceGenerator with a target load needs a cluster")
 
     def generate(self, seed: int) -> Workload:
-        return Workload.from_csv(
+        wl = Workload.from_csv(
             self.path,
             format=self.format,
             start=self.start,
@@ -254,6 +286,21 @@ class TraceGenerator:
             reference_gpu_type=self.reference_gpu_type,
             gpus_per_node=self.gpus_per_node,
             models=self.models,
+            cluster=self.cluster,
+        )
+        if self.load is None:
+            return wl
+        cluster = ClusterSpec.preset(self.cluster) if isinstance(self.cluster, str) else self.cluster
+        rho = offered_load(wl, cluster)
+        if not rho > 0 or not np.isfinite(rho):
+            raise ConfigError(f"{self.path}: cannot scale to load {self.load}: the offered load is {rho}")
+        stretch = rho / float(self.load)  # times x stretch: the window grows by stretch, the load shrinks by it
+        jobs = tuple(dataclasses.replace(j, submit_time=j.submit_time * stretch) for j in wl.jobs)
+        return Workload(
+            wl.name,
+            jobs,
+            source=f"{wl.source}; arrival times x {stretch:.4g} (offered load {rho:.3g} -> {self.load:g} on "
+            f"{cluster.name})",
         )
 
 
@@ -268,10 +315,17 @@ class FixedGenerator:
 
 
 WORKLOAD_PRESETS: dict[str, WorkloadGenerator] = {
-    # one week of ITP cluster02 (570 jobs, frenzy_env/data/ATTRIBUTION.md); models re-drawn per seed
-    "itp-default": TraceGenerator(str(data_path(ITP_EXTRACT)), format="itp", name="itp-default"),
-    "synthetic": SyntheticGenerator(num_jobs=200, load=0.7, name="synthetic"),
-    "synthetic-small": SyntheticGenerator(num_jobs=30, load=0.7, name="synthetic-small"),
+    # one week of ITP cluster02 (570 jobs, frenzy_env/data/ATTRIBUTION.md); models re-drawn per seed, sized
+    # for the cluster's GPU mix; arrivals stretched to a moderate offered load of 0.8 (frenzy_env.workload.load)
+    "itp-default": TraceGenerator(
+        str(data_path(ITP_EXTRACT)), format="itp", name="itp-default", cluster="frenzy-testbed", load=DEFAULT_LOAD
+    ),
+    # the same week at its recorded arrival times: overloaded (offered load above 1 on frenzy-testbed)
+    "itp-overloaded": TraceGenerator(
+        str(data_path(ITP_EXTRACT)), format="itp", name="itp-overloaded", cluster="frenzy-testbed"
+    ),
+    "synthetic": SyntheticGenerator(num_jobs=200, load=DEFAULT_LOAD, name="synthetic"),
+    "synthetic-small": SyntheticGenerator(num_jobs=30, load=DEFAULT_LOAD, name="synthetic-small"),
 }
 
 

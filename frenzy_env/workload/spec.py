@@ -191,6 +191,7 @@ class Workload:
         reference_gpu_type: str = REFERENCE_GPU_TYPE,
         gpus_per_node: int = 8,
         models: Sequence[str | ModelSpec] | None = None,
+        cluster: ClusterSpec | str | None = None,
     ) -> Workload:
         """Load a trace (see :mod:`~frenzy_env.workload.traces` for formats and windows,
         :mod:`~frenzy_env.workload.configs` for model assignment).
@@ -205,6 +206,9 @@ class Workload:
         load_scale: divide times by this factor after shifting the first job to 0 (> 1: denser arrivals).
         seed: seed of the model assignment.
         reference_gpu_type, gpus_per_node, models: the assignment rule's GPU type, node size and models.
+        cluster: a cluster (or preset name) whose GPU mix sizes the assigned models (each job sized for a type
+            drawn in proportion to the cluster's GPU counts; see :mod:`~frenzy_env.workload.configs`);
+            ``None``: every job sized for ``reference_gpu_type``.
 
         Raises
         ------
@@ -214,12 +218,17 @@ class Workload:
 
         table = _read_trace_cached(*_file_key(path), format)
         table = table.window(start=start, end=end, max_jobs=max_jobs, load_scale=load_scale)
+        mix = None
+        if cluster is not None:
+            spec = ClusterSpec.preset(cluster) if isinstance(cluster, str) else cluster
+            mix = [(t, spec.gpus_of_type(t), spec.max_gpus_per_node(t)) for t in spec.gpu_types]
         return table.to_workload(
             seed=seed,
             name=name,
             reference_gpu_type=reference_gpu_type,
             gpus_per_node=gpus_per_node,
             models=models,
+            gpu_mix=mix,
         )
 
     @classmethod

@@ -123,6 +123,7 @@ class _TraceTable:
         reference_gpu_type: str,
         gpus_per_node: int,
         models: Sequence[str | ModelSpec] | None,
+        gpu_mix: Sequence[tuple[str, int, int]] | None = None,
     ) -> Workload:
         n = self.submit.size
         need = (
@@ -148,6 +149,7 @@ class _TraceTable:
                     models=models,
                     reference_gpu_type=reference_gpu_type,
                     gpus_per_node=gpus_per_node,
+                    gpu_mix=gpu_mix,
                 )
             except NoConfigurationError as exc:
                 row = None
