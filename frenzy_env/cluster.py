@@ -3,8 +3,11 @@
 A cluster is a tuple of nodes; every node holds GPUs of one type. :class:`ClusterState` keeps, on numpy
 arrays, how many GPUs of each node are free and which job owns each GPU, and refuses double booking.
 
-Numbers in the catalogue come from the vendors' datasheets (cited beside each entry). Peak throughput is
-the dense (no sparsity) FP16/BF16 tensor-core figure; link bandwidths are per GPU and per direction.
+Numbers in the catalogue come from the vendors' datasheets and whitepapers (cited beside each entry).
+Peak throughput is the dense (no sparsity) FP16/BF16 tensor figure *with FP32 accumulate*, the rate that
+mixed-precision training (FP16/BF16 inputs, FP32 accumulation, as PyTorch AMP and Megatron-LM run GEMMs)
+can reach. Link bandwidths are GB/s (1e9 bytes/s) per direction: the intra-node link per GPU, the network
+per node (all NICs of a node together, as in the server the type typically ships in).
 Prices are indicative on-demand cloud prices per GPU-hour (late 2024) and only feed cost metrics.
 """
 
@@ -28,50 +31,104 @@ class GPUType:
     ----------
     name: catalogue name, e.g. ``"A100-80GB"``.
     memory_bytes: device memory in bytes.
-    peak_tflops: dense FP16/BF16 tensor-core peak, TFLOP/s.
-    intra_node_gbps: GPU-to-GPU bandwidth inside a node, GB/s per direction (NVLink or PCIe).
-    inter_node_gbps: network bandwidth per GPU between nodes, GB/s per direction.
+    peak_tflops: dense FP16/BF16 tensor peak with FP32 accumulate (mixed-precision training), TFLOP/s.
+    intra_node_gbps: GPU-to-GPU bandwidth inside a node, GB/s per direction per GPU (NVLink or PCIe).
+    node_network_gbps: network bandwidth of one node, all its NICs together, GB/s per direction.
     cost_per_hour: indicative price of one GPU-hour, USD.
     source: where the numbers come from.
+    nics_per_node: NICs the node's network bandwidth is spread over (each ``node_network_gbps /
+        nics_per_node``); a GPU drives at most one NIC at a time, so a job holding ``k`` GPUs of a node
+        reaches ``min(k, nics_per_node)`` NICs (:meth:`job_network_gbps`).
     """
 
     name: str
     memory_bytes: int
     peak_tflops: float
     intra_node_gbps: float
-    inter_node_gbps: float
+    node_network_gbps: float
     cost_per_hour: float
     source: str
+    nics_per_node: int = 1
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.nics_per_node, (int, np.integer)) or self.nics_per_node < 1:
+            raise ConfigError(f"GPUType.nics_per_node must be a positive integer, got {self.nics_per_node!r}")
+        for name in ("peak_tflops", "intra_node_gbps", "node_network_gbps"):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value > 0):
+                raise ConfigError(f"GPUType.{name} must be a positive number, got {value!r}")
+
+    @property
+    def nic_gbps(self) -> float:
+        """Bandwidth of one NIC, GB/s per direction."""
+        return self.node_network_gbps / self.nics_per_node
+
+    def job_network_gbps(self, gpus_on_node: float | np.ndarray) -> float | np.ndarray:
+        """Network bandwidth a job holding ``gpus_on_node`` GPUs of one node reaches, GB/s per direction.
+
+        ``min(gpus_on_node, nics_per_node) * nic_gbps``: collective libraries (NCCL) spread a ring's
+        inter-node traffic over one channel per GPU-NIC pair, so a whole DGX node gets all its NICs, one
+        GPU of it one NIC, and any GPUs of a node with a single NIC the whole NIC.
+        """
+        k = np.minimum(np.asarray(gpus_on_node, dtype=np.float64), float(self.nics_per_node))
+        out = k * self.nic_gbps
+        return float(out) if np.ndim(out) == 0 else out
 
 
 # fmt: off
 _CATALOGUE = (
-    # NVIDIA H100 Tensor Core GPU datasheet (SXM5): 80 GB HBM3, 989 TFLOPS dense BF16/FP16,
-    # NVLink 4 900 GB/s total (450 per direction); one 400 Gb/s NDR InfiniBand NIC per GPU (50 GB/s).
-    GPUType("H100-80GB", 80 * GiB, 989.0, 450.0, 50.0, 4.50,
-            "NVIDIA H100 datasheet (SXM5); NDR 400 Gb/s per GPU"),
-    # NVIDIA A100 Tensor Core GPU datasheet (SXM4 80GB): 312 TFLOPS dense BF16/FP16, NVLink 3 600 GB/s
-    # total (300 per direction); DGX A100 has one 200 Gb/s HDR NIC per GPU (25 GB/s).
-    GPUType("A100-80GB", 80 * GiB, 312.0, 300.0, 25.0, 2.50,
-            "NVIDIA A100 datasheet (SXM4 80GB); DGX A100 HDR 200 Gb/s per GPU"),
-    GPUType("A100-40GB", 40 * GiB, 312.0, 300.0, 25.0, 2.00,
-            "NVIDIA A100 datasheet (SXM4 40GB); DGX A100 HDR 200 Gb/s per GPU"),
-    # NVIDIA V100 Tensor Core GPU datasheet (SXM2): 125 TFLOPS tensor, NVLink 2 300 GB/s total
-    # (150 per direction); DGX-1V has 4 x 100 Gb/s EDR for 8 GPUs (6.25 GB/s per GPU).
-    GPUType("V100-32GB", 32 * GiB, 125.0, 150.0, 6.25, 1.60,
-            "NVIDIA V100 datasheet (SXM2 32GB); DGX-1V 4x EDR 100 Gb/s per 8 GPUs"),
-    GPUType("V100-16GB", 16 * GiB, 125.0, 150.0, 6.25, 1.20,
-            "NVIDIA V100 datasheet (SXM2 16GB); DGX-1V 4x EDR 100 Gb/s per 8 GPUs"),
-    # NVIDIA GeForce RTX 3090 (GA102 whitepaper, Appendix A): 24 GB GDDR6X, 71 TFLOPS dense FP16 tensor
-    # (FP16 accumulate); PCIe 4.0 x16 31.5 GB/s; commodity 25 GbE between nodes (3.125 GB/s).
+    # NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022), Table 3, H100 SXM5: 989.4 TFLOP/s dense
+    # FP16 and BF16 tensor with FP32 accumulate (1978.9 with sparsity); 80 GB HBM3. Fourth-generation
+    # NVLink: 18 links, 900 GB/s total = 450 GB/s per direction. DGX H100 user guide: 8 single-port
+    # ConnectX-7 400 Gb/s InfiniBand NDR (OSFP) for the compute fabric, one per GPU: 8 x 50 = 400 GB/s.
+    GPUType("H100-80GB", 80 * GiB, 989.0, 450.0, 400.0, 4.50,
+            "NVIDIA H100 whitepaper (SXM5, FP16/BF16 w/ FP32 acc); NVLink 4; DGX H100 8x NDR 400 Gb/s",
+            nics_per_node=8),
+    # NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020), Table 1: 312 TFLOP/s dense FP16 and BF16
+    # tensor with FP32 accumulate (624 with sparsity). Third-generation NVLink: 12 links, 600 GB/s total =
+    # 300 GB/s per direction. DGX A100 system architecture (WP-10083): 8 single-port ConnectX-6 200 Gb/s
+    # HDR InfiniBand for the cluster fabric, one per GPU: 8 x 25 = 200 GB/s per node.
+    GPUType("A100-80GB", 80 * GiB, 312.0, 300.0, 200.0, 2.50,
+            "NVIDIA A100 whitepaper (SXM4 80GB, FP16/BF16 w/ FP32 acc); NVLink 3; DGX A100 8x HDR 200 Gb/s",
+            nics_per_node=8),
+    GPUType("A100-40GB", 40 * GiB, 312.0, 300.0, 200.0, 2.00,
+            "NVIDIA A100 whitepaper (SXM4 40GB, FP16/BF16 w/ FP32 acc); NVLink 3; DGX A100 8x HDR 200 Gb/s",
+            nics_per_node=8),
+    # NVIDIA Tesla V100 datasheet (SXM2) and Volta whitepaper: 125 TFLOP/s tensor (FP16 multiply, FP32
+    # accumulate). Second-generation NVLink: 6 links x 25 GB/s per direction = 150 GB/s (300 GB/s total).
+    # NVIDIA DGX-1 with Tesla V100 system architecture whitepaper (WP-08437-002): four 100 Gb/s EDR
+    # InfiniBand NICs for 8 GPUs (one per PCIe switch of two GPUs): 4 x 12.5 = 50 GB/s per node.
+    GPUType("V100-32GB", 32 * GiB, 125.0, 150.0, 50.0, 1.60,
+            "NVIDIA V100 datasheet (SXM2 32GB, FP16 w/ FP32 acc); NVLink 2; DGX-1V 4x EDR 100 Gb/s per node",
+            nics_per_node=4),
+    GPUType("V100-16GB", 16 * GiB, 125.0, 150.0, 50.0, 1.20,
+            "NVIDIA V100 datasheet (SXM2 16GB, FP16 w/ FP32 acc); NVLink 2; DGX-1V 4x EDR 100 Gb/s per node",
+            nics_per_node=4),
+    # NVIDIA Ampere GA102 GPU architecture whitepaper (v2.0), Appendix A, GeForce RTX 3090: 82 SMs x 4
+    # third-generation tensor cores x 128 dense FP16 FMA/clock x 2 x 1.695 GHz boost = 142 TFLOP/s dense
+    # FP16 tensor with FP16 accumulate (284 sparse); GeForce parts run FP32 accumulate at half rate: 71
+    # TFLOP/s dense FP16/BF16 with FP32 accumulate (the mixed-precision figure used here; 35.6 is TF32).
+    # PCIe 4.0 x16: 16 GT/s x 16 lanes x 128/130 = 31.5 GB/s per direction (GeForce has no NVLink switch;
+    # the 2-way NVLink bridge is not assumed). Network: commodity servers with one 25 GbE port per node,
+    # 3.125 GB/s for the node (not per GPU).
     GPUType("RTX3090-24GB", 24 * GiB, 71.0, 31.5, 3.125, 0.50,
-            "NVIDIA Ampere GA102 whitepaper; PCIe 4.0 x16; 25 GbE"),
-    # NVIDIA T4 datasheet: 16 GB GDDR6, 65 TFLOPS mixed precision FP16/FP32; PCIe 3.0 x16 15.75 GB/s.
+            "NVIDIA GA102 whitepaper App. A (FP16 w/ FP32 acc); PCIe 4.0 x16; one 25 GbE per node",
+            nics_per_node=1),
+    # NVIDIA T4 datasheet: 65 TFLOP/s mixed precision (FP16 multiply, FP32 accumulate; Tesla parts run FP32
+    # accumulate at full rate); PCIe 3.0 x16: 8 GT/s x 16 x 128/130 = 15.75 GB/s per direction. Network:
+    # PAI's T4 machines hold 2 GPUs (pai_machine_spec.csv); their NICs are not published (Weng et al.,
+    # NSDI 2022), so one 25 GbE port per node is assumed (the common data-centre Ethernet rate of 2020).
     GPUType("T4-16GB", 16 * GiB, 65.0, 15.75, 3.125, 0.35,
-            "NVIDIA T4 datasheet; PCIe 3.0 x16; 25 GbE"),
-    # NVIDIA Tesla P100 datasheet (PCIe 16GB): 18.7 TFLOPS FP16, PCIe 3.0 x16 15.75 GB/s.
-    GPUType("P100-16GB", 16 * GiB, 18.7, 15.75, 3.125, 0.45,
-            "NVIDIA Tesla P100 datasheet (PCIe 16GB); PCIe 3.0 x16; 25 GbE"),
+            "NVIDIA T4 datasheet (FP16 w/ FP32 acc); PCIe 3.0 x16; one 25 GbE per node (assumed)",
+            nics_per_node=1),
+    # NVIDIA Tesla P100 datasheet (PCIe 16GB): 18.7 TFLOP/s FP16, 9.3 TFLOP/s FP32. Pascal has no tensor
+    # cores: its 2x FP16 rate is half2 arithmetic with FP16 accumulation; a GEMM with FP16 inputs and FP32
+    # accumulation (mixed-precision training) runs on the FP32 units, 9.3 TFLOP/s. PCIe 3.0 x16 15.75 GB/s.
+    # Network as for T4 (PAI 2-GPU machines, one 25 GbE port per node assumed).
+    GPUType("P100-16GB", 16 * GiB, 9.3, 15.75, 3.125, 0.45,
+            "NVIDIA Tesla P100 datasheet (PCIe 16GB, FP32 rate = FP16 w/ FP32 acc); PCIe 3.0 x16; "
+            "one 25 GbE per node (assumed)",
+            nics_per_node=1),
 )
 # fmt: on
 

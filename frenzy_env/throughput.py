@@ -7,7 +7,9 @@ replicas of ``tp`` tensor-parallel GPUs each, ``n = dp * tp`` GPUs of one type):
 
     t_compute  = flops_per_token(s) * B * s / (n * peak * utilisation)
     t_tp       = layers * 4 * 2 (tp - 1) / tp * (B / dp) * s * hidden * 2 bytes / (intra_node_bw * eff)
-    t_dp       = 2 (dp - 1) / dp * (num_params / tp) * 2 bytes / (link_bw * eff) + 2 (dp - 1) * hop_latency
+    t_dp       = 2 (dp - 1) / dp * (num_params / (tp pp)) * 2 bytes / (ring_bw * eff) + 2 (dp - 1) * hop_latency
+    ring_bw    = intra_node_bw                                          on one node
+               = min(intra_node_bw, min(k, nics) * nic_bw / tp)         across nodes, k = n / nodes_spanned
     t_overhead = overhead (a constant, seconds)
 
 - ``t_compute``: training FLOPs (forward + backward, from :meth:`ModelSpec.flops_per_token`) spread evenly
@@ -17,10 +19,21 @@ replicas of ``tp`` tensor-parallel GPUs each, ``n = dp * tp`` GPUs of one type):
   iteration (2 forward, 2 backward), ``b = B / dp`` the per-replica batch; ring all-reduce moves
   ``2 (t-1)/t`` of the buffer per GPU. A tensor-parallel group never spans nodes, so it uses the
   intra-node link (NVLink or PCIe).
-- ``t_dp``: ring all-reduce of the fp16 gradient shard (``num_params / tp`` values, 2 bytes each) over the
-  slowest link the placement crosses: the intra-node link when the job sits on one node, else the
-  per-GPU network bandwidth ``inter_node_gbps``; plus a latency of ``hop_latency`` per ring step (a ring
-  all-reduce over ``dp`` GPUs takes ``2 (dp - 1)`` steps), zero at ``dp = 1``.
+- ``t_dp``: ring all-reduce of the fp16 gradient shard (``num_params / tp`` values, 2 bytes each) plus a
+  latency of ``hop_latency`` per ring step (a ring all-reduce over ``dp`` ranks takes ``2 (dp - 1)`` steps),
+  zero at ``dp = 1``. Its bandwidth ``ring_bw`` is the bus bandwidth of the ring (NCCL's ``busbw``, the
+  rate at which each rank moves its ``2 (dp - 1) / dp`` share): on one node the intra-node link; across
+  nodes NCCL runs one ring channel per GPU-NIC pair, each crossing every node boundary once, so the
+  inter-node hops together get the NICs of the node the job reaches, ``min(k, nics_per_node) * nic_bw``
+  (:meth:`GPUType.job_network_gbps`) for ``k`` GPUs of the job on a node, shared by the ``tp`` rings that
+  run at once (one per tensor-parallel rank), and never more than each GPU's own intra-node link. A
+  DGX A100 node (8 x 200 Gb/s HDR) gives an 8-GPU-per-node data-parallel ring 200 GB/s; an RTX 3090 node
+  with one 25 GbE port gives its GPUs 3.125 GB/s together. ``k`` is the even split ``n / nodes_spanned``
+  (the ring is as fast as its slowest node; plans place powers of two on nodes of 4 or 8, so the split
+  is even for consolidated placements). Measured check: nccl-tests all_reduce_perf between 8 x A100 nodes
+  with 4 x HDR 200 Gb/s (100 GB/s per node) reaches a bus bandwidth of 85-96 GB/s on 3 nodes
+  (NVIDIA/nccl-tests#119) and 86 GB/s on 2 nodes (NVIDIA/nccl#1048): the node's aggregate, not the
+  12.5 GB/s per-GPU share this model used before (issue 16).
 - ``eff`` (:data:`DEFAULT_COMM_EFFICIENCY`): fraction of the link bandwidth a ring all-reduce achieves.
 - pipeline parallelism and gradient accumulation (``pp`` stages, 1F1B, ``n = dp * tp * pp``; the per-replica
   batch ``B / dp`` in ``m`` micro-batches): ``t_compute`` and ``t_dp`` are unchanged (accumulation does the
@@ -38,14 +51,16 @@ Calibration (``scripts/compare_throughput.py --fit``): the constants were fitted
 GPUs, 8 per node), residuals = log shape error ``speed(w)/speed(1)`` + 0.1 x log absolute error. The CSVs do
 not record the sequence length; 1-GPU GPT-2 at batch 128 runs 7.3 it/s, which at s = 1024 would need
 ~700 TFLOP/s, so the effective tokens per sequence (at :data:`DEFAULT_UTILISATION`) were fitted too:
-~240 for GPT-2 and ~290 for BERT (e.g. s = 128 at ~20 % MFU). Fitted: overhead 60 ms, hop latency 140 us.
+~176 for GPT-2 and ~218 for BERT (e.g. s = 128 at ~25-30 % MFU). Fitted with the node-aggregate network
+(issue 16; the per-GPU-share network of before gave 60 ms and 140 us): overhead 49 ms, hop latency 220 us.
 The curves hardly constrain the bandwidth factor (the shape error moves by < 1 point for eff in 0.7..1.0;
 left free the fit runs to the bound, since PyTorch DDP overlaps the all-reduce with the backward pass), so
 ``eff`` is fixed at 0.8, the usual NCCL ring bus bandwidth / link peak, and the rest fitted with it. The
-hop latency is ~10x a raw NCCL ring step: it also absorbs DDP's gradient bucketing (~10-20 all-reduces per
+hop latency is 10-20x a raw NCCL ring step: it also absorbs DDP's gradient bucketing (~10-20 all-reduces per
 iteration for these models) and framework synchronisation, measured only on data-parallel jobs, so it is
 applied to the data-parallel gradient all-reduce only (not to the small, NVLink-local tensor-parallel
-all-reduces). Shape error after calibration: within 15 % at every measured point (before: up to +1070 %).
+all-reduces). Shape error after calibration: within 9 % at every measured point (uncalibrated: up to
++2300 %; the per-GPU-share network with its own fit: within 12 %).
 
 Compute and communication are not overlapped (a conservative upper bound on time). Bandwidths in the
 catalogue are GB/s (1e9 bytes/s) per direction.
@@ -73,11 +88,11 @@ from frenzy_env.models import ModelSpec, get_model
 
 DEFAULT_UTILISATION = 0.4
 #: fixed per-iteration overhead in seconds (optimizer step launch, data loading, synchronisation); fitted
-DEFAULT_OVERHEAD_S = 0.060
+DEFAULT_OVERHEAD_S = 0.049
 #: fraction of the link bandwidth achieved by ring all-reduce (NCCL bus bandwidth / link peak); fixed, see above
 DEFAULT_COMM_EFFICIENCY = 0.8
 #: seconds per ring step of the data-parallel gradient all-reduce (2 (dp - 1) steps); fitted
-DEFAULT_HOP_LATENCY_S = 140e-6
+DEFAULT_HOP_LATENCY_S = 220e-6
 BYTES_PER_VALUE = 2  # fp16 / bf16 activations and gradients
 TP_ALLREDUCES_PER_LAYER = 4  # Megatron: 2 in the forward pass, 2 in the backward pass
 
@@ -102,6 +117,75 @@ def _check_common(
         raise ValueError(f"overhead_s must be a finite non-negative number, got {overhead_s}")
     if not (math.isfinite(hop_latency_s) and hop_latency_s >= 0.0):
         raise ValueError(f"hop_latency_s must be a finite non-negative number, got {hop_latency_s}")
+
+
+def tp_allreduce_time_array(
+    act_bytes: np.ndarray | float,
+    tp: np.ndarray | float,
+    gpu: GPUType | str,
+    *,
+    layers: float | np.ndarray,
+    comm_efficiency: float = DEFAULT_COMM_EFFICIENCY,
+) -> np.ndarray:
+    """Seconds per iteration of Megatron tensor-parallel all-reduces, on the intra-node link.
+
+    ``layers * 4`` ring all-reduces of ``act_bytes`` (the ``b x s x h`` activations of one replica) among the
+    ``tp`` GPUs of a group, which never spans nodes: each moves ``2 (tp - 1) / tp * act_bytes`` per GPU over
+    the GPU's NVLink or PCIe link (``intra_node_gbps``). Zero at ``tp = 1``.
+    """
+    g = get_gpu_type(gpu)
+    tp_a = np.asarray(tp, dtype=np.float64)
+    return (
+        layers * TP_ALLREDUCES_PER_LAYER * 2.0 * (tp_a - 1.0) / tp_a * np.asarray(act_bytes, dtype=np.float64)
+        / (g.intra_node_gbps * 1e9 * comm_efficiency)
+    )
+
+
+def dp_ring_bandwidth_gbps(
+    dp: np.ndarray | float,
+    tp: np.ndarray | float,
+    nodes_spanned: np.ndarray | int,
+    gpu: GPUType | str,
+) -> np.ndarray:
+    """Bus bandwidth (GB/s per direction) of one data-parallel ring all-reduce; see the module docstring.
+
+    On one node: the intra-node link. Across nodes: the ring (NCCL builds one channel per GPU-NIC pair)
+    crosses every node boundary on all the NICs the job reaches there, ``gpu.job_network_gbps(k)`` for the
+    ``k = dp * tp / nodes_spanned`` GPUs the job holds per node (an even split), shared by the ``tp``
+    data-parallel rings that run at once (one per tensor-parallel rank); and no faster than the intra-node
+    link each GPU sends on: ``min(intra, job_network_gbps(k) / tp)``.
+    """
+    g = get_gpu_type(gpu)
+    dp_a, tp_a, span = np.broadcast_arrays(
+        np.asarray(dp, dtype=np.float64), np.asarray(tp, dtype=np.float64), np.asarray(nodes_spanned)
+    )
+    n = dp_a * tp_a
+    span_f = np.clip(span.astype(np.float64), 1.0, np.maximum(n, 1.0))
+    per_node = n / span_f  # GPUs of the job per node
+    net = np.asarray(g.job_network_gbps(per_node), dtype=np.float64) / tp_a
+    return np.where(span_f > 1.0, np.minimum(g.intra_node_gbps, net), g.intra_node_gbps)
+
+
+def dp_allreduce_time_array(
+    grad_bytes: np.ndarray | float,
+    dp: np.ndarray | float,
+    tp: np.ndarray | float,
+    nodes_spanned: np.ndarray | int,
+    gpu: GPUType | str,
+    *,
+    comm_efficiency: float = DEFAULT_COMM_EFFICIENCY,
+    hop_latency_s: float = DEFAULT_HOP_LATENCY_S,
+) -> np.ndarray:
+    """Seconds per iteration of the data-parallel gradient ring all-reduce.
+
+    ``2 (dp - 1) / dp * grad_bytes / (bw * comm_efficiency) + 2 (dp - 1) * hop_latency_s``, ``bw`` from
+    :func:`dp_ring_bandwidth_gbps`, ``grad_bytes`` the gradient shard of one GPU (parameters / tp, fp16).
+    Zero at ``dp = 1``.
+    """
+    dp_a = np.asarray(dp, dtype=np.float64)
+    bw = dp_ring_bandwidth_gbps(dp, tp, nodes_spanned, gpu) * (1e9 * comm_efficiency)
+    moved = 2.0 * (dp_a - 1.0) / dp_a * np.asarray(grad_bytes, dtype=np.float64)
+    return moved / bw + 2.0 * (dp_a - 1.0) * hop_latency_s
 
 
 def iteration_time_array(
@@ -166,23 +250,15 @@ def iteration_time_array(
     t_compute = flops / (n * g.peak_tflops * 1e12 * utilisation)
 
     act_bytes = (batch_size / dp_s) * seq_len * model.hidden * BYTES_PER_VALUE
-    t_tp = (
-        model.layers
-        / pp_s
-        * TP_ALLREDUCES_PER_LAYER
-        * 2.0
-        * (tp_s - 1.0)
-        / tp_s
-        * act_bytes
-        / (g.intra_node_gbps * 1e9 * comm_efficiency)
-    )
+    t_tp = tp_allreduce_time_array(act_bytes, tp_s, g, layers=model.layers / pp_s, comm_efficiency=comm_efficiency)
     t_stage = _pipeline_stage_time(
         g, batch_size, seq_len, model.hidden, dp_s, tp_s, pp_s, mb_a, span, t_compute + t_tp, comm_efficiency
     )
-
-    link = np.where(span > 1, g.inter_node_gbps, g.intra_node_gbps) * (1e9 * comm_efficiency)
+    # the gradient shard of one GPU; the tp x pp rings of the replicas run at once and share the nodes' NICs
     grad_bytes = float(model.num_params) / (tp_s * pp_s) * BYTES_PER_VALUE
-    t_dp = 2.0 * (dp_s - 1.0) / dp_s * grad_bytes / link + 2.0 * (dp_s - 1.0) * hop_latency_s
+    t_dp = dp_allreduce_time_array(
+        grad_bytes, dp_s, tp_s * pp_s, span, g, comm_efficiency=comm_efficiency, hop_latency_s=hop_latency_s
+    )
 
     return np.where(bad, np.inf, t_stage + t_dp + overhead_s)
 
@@ -204,18 +280,18 @@ def _pipeline_stage_time(g, batch_size, seq_len, hidden, dp, tp, pp, mb, span, t
     time of all ``m`` micro-batches back to back). Each micro-batch also sends its boundary activations to
     the next stage (forward) and their gradients back (backward): ``mb x s x h`` fp16 values each way, split
     over the ``tp`` ranks (Narayanan et al. 2021, Sec. 4.1, scatter/gather), over the intra-node link when
-    the job sits on one node, else the per-GPU network bandwidth (the link model of the data-parallel
-    all-reduce). The pipeline takes ``m + pp - 1`` micro-batch slots, so the time is
-    ``(t_work + m t_p2p) / (1 - bubble_fraction(pp, m))`` (Narayanan et al. 2021, Sec. 2.2.1). With
-    ``pp = 1`` this is ``t_work``: gradient accumulation alone costs no time here (same compute; the
-    data-parallel all-reduce runs once per iteration).
+    the job sits on one node, else one NIC's bandwidth (a stage boundary is a GPU-to-GPU send). The
+    pipeline takes ``m + pp - 1`` micro-batch slots, so the time is ``(t_work + m t_p2p) / (1 -
+    bubble_fraction(pp, m))`` (Narayanan et al. 2021, Sec. 2.2.1). With ``pp = 1`` this is ``t_work``:
+    gradient accumulation alone costs no time here (same compute; the data-parallel all-reduce runs once per
+    iteration).
     """
     b_rep = np.ceil(batch_size / dp)
     mb = np.minimum(mb, b_rep)
     m = np.ceil(b_rep / mb)  # micro-batches per iteration
     if not (pp > 1).any():
         return t_work
-    link = np.where(span > 1, g.inter_node_gbps, g.intra_node_gbps) * (1e9 * comm_efficiency)
+    link = np.where(span > 1, g.nic_gbps, g.intra_node_gbps) * (1e9 * comm_efficiency)  # one NIC per sender
     p2p = np.where(pp > 1, 2.0 * mb * seq_len * hidden * BYTES_PER_VALUE / tp / link, 0.0)  # per micro-batch
     return (t_work + m * p2p) * (m + pp - 1.0) / m
 

@@ -16,23 +16,30 @@ Pure data parallelism, 8 GPUs per node, A100-80GB; GPT-2 is the catalogue's GPT-
 BERT-base shape. ``--fit`` re-runs the calibration (:func:`fit_constants`), ``--llm`` prints the 8 -> 64 GPU
 speed-up of large LLM jobs under the calibrated model.
 
-Usage: ``python scripts/compare_throughput.py [--data DIR] [--fit] [--llm] [--nnls]``
+``--network`` prints the issue-16 network tables: the ElasticFlow speed-ups of the model with the node's
+aggregate NIC bandwidth (now) and with each GPU's share of it (before, at its own calibration), published
+NCCL all-reduce bus bandwidths against the model's, and gpt2-medium (batch 64) on V100 nodes before/after.
+
+Usage: ``python scripts/compare_throughput.py [--data DIR] [--fit] [--llm] [--nnls] [--network]``
 """
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from frenzy_env.cluster import GPUType, get_gpu_type
 from frenzy_env.models import ModelSpec, custom_model, get_model
 from frenzy_env.paths import shared_data_dir
 from frenzy_env.throughput import (
     DEFAULT_COMM_EFFICIENCY,
     DEFAULT_HOP_LATENCY_S,
     DEFAULT_OVERHEAD_S,
+    dp_ring_bandwidth_gbps,
     fit_speed_model,
     iteration_time_array,
 )
@@ -48,7 +55,7 @@ BERT_BASE = custom_model(
 #: nominal sequence lengths (the "before" assumption)
 NOMINAL_SEQ_LEN = {"gpt2": 1024, "bert": 512}
 #: effective tokens per sequence at DEFAULT_UTILISATION, fitted together with the throughput constants
-FITTED_SEQ_LEN = {"gpt2": 240, "bert": 290}
+FITTED_SEQ_LEN = {"gpt2": 176, "bert": 218}
 #: residual weight of the log absolute-speed error relative to the log shape error in :func:`fit_constants`
 ABS_WEIGHT = 0.1
 UNCALIBRATED = {"overhead_s": 0.0, "comm_efficiency": 1.0, "hop_latency_s": 0.0}
@@ -77,13 +84,15 @@ def load_curves(data: Path) -> list[tuple[str, int, np.ndarray, np.ndarray]]:
     return out
 
 
-def analytic_speeds(model, batch: int, seq_len: int, workers: np.ndarray, **constants: float) -> np.ndarray:
+def analytic_speeds(
+    model, batch: int, seq_len: int, workers: np.ndarray, gpu: GPUType | str = GPU, **constants: float
+) -> np.ndarray:
     """(W,) iterations/s of the analytic model at ``workers`` data-parallel GPUs."""
     t = iteration_time_array(
         model,
         batch_size=batch,
         seq_len=seq_len,
-        gpu=GPU,
+        gpu=gpu,
         dp=workers,
         tp=np.ones_like(workers),
         nodes_spanned=-(-workers // GPUS_PER_NODE),
@@ -206,12 +215,67 @@ def llm_scaling() -> None:
                     )
 
 
+#: the model before issue 16 (each GPU got its node's NIC bandwidth / GPUs per node across nodes), with the
+#: constants and effective sequence lengths it was calibrated with (overhead 60 ms, 140 us per ring step)
+BEFORE_CONSTANTS = {"overhead_s": 0.060, "comm_efficiency": 0.8, "hop_latency_s": 140e-6}
+BEFORE_SEQ_LEN = {"gpt2": 240, "bert": 290}
+
+
+def per_gpu_share(gpu: str, gpus_per_node: int = GPUS_PER_NODE) -> GPUType:
+    """``gpu`` with the pre-issue-16 network: a ring across nodes runs at one GPU's share of the node's NICs.
+
+    For pure data parallelism (tp = 1) a single NIC of ``node_network_gbps / gpus_per_node`` reproduces the
+    old formula exactly (``min(k, 1) * share = share``)."""
+    g = get_gpu_type(gpu)
+    return replace(g, node_network_gbps=g.node_network_gbps / gpus_per_node, nics_per_node=1)
+
+
+#: published nccl-tests all_reduce_perf bus bandwidths between nodes of 8 x A100 (GB/s, large messages)
+PUBLISHED_BUSBW = (
+    # (source, nodes, NICs x Gb/s per node, measured bus bandwidth GB/s)
+    ("NVIDIA/nccl-tests#119 (avg)", 3, (4, 200), 84.8),
+    ("NVIDIA/nccl-tests#119 (peak)", 3, (4, 200), 96.0),
+    ("NVIDIA/nccl#1048", 2, (4, 200), 86.0),
+)
+
+
+def network_tables(curves) -> None:
+    """Print the issue-16 comparison: measured vs model speed-ups (now / before), NCCL bus bandwidths,
+    and gpt2-medium batch 64 on V100 before/after."""
+    print("\n== ElasticFlow A100 (8 per node, 8 x HDR 200 Gb/s): speed-up vs 1 GPU, measured / now / before")
+    old_gpu = per_gpu_share(GPU)
+    for stem, batch, workers, measured in curves:
+        model = model_for(stem)
+        now = analytic_speeds(model, batch, FITTED_SEQ_LEN[stem], workers, **CALIBRATED)
+        before = analytic_speeds(model, batch, BEFORE_SEQ_LEN[stem], workers, gpu=old_gpu, **BEFORE_CONSTANTS)
+        meas, now, before = measured / measured[0], now / now[0], before / before[0]
+        print(f"| {stem} B={batch} | " + " | ".join(
+            f"{m:.2f} / {a:.2f} ({a / m - 1:+.0%}) / {b:.2f} ({b / m - 1:+.0%})"
+            for w, m, a, b in zip(workers, meas, now, before) if w > 1
+        ) + " |")
+    print("\n== NCCL all-reduce bus bandwidth between 8 x A100 nodes: published vs model (eff 0.8)")
+    for source, nodes, (nics, gbit), busbw in PUBLISHED_BUSBW:
+        g = replace(get_gpu_type(GPU), node_network_gbps=nics * gbit / 8.0, nics_per_node=nics)
+        ring = dp_ring_bandwidth_gbps(nodes * 8, 1, nodes, g) * DEFAULT_COMM_EFFICIENCY
+        old = dp_ring_bandwidth_gbps(nodes * 8, 1, nodes, per_gpu_share(g)) * DEFAULT_COMM_EFFICIENCY
+        print(f"| {source} | {nodes} x 8 | {nics} x {gbit} Gb/s | {busbw:.1f} | {float(ring):.1f} "
+              f"({float(ring) / busbw - 1:+.0%}) | {float(old):.1f} ({float(old) / busbw - 1:+.0%}) |")
+    print("\n== gpt2-medium, batch 64, seq 1024, V100-32GB (8 per node, DGX-1V 4 x EDR): seconds per iteration")
+    old_v100 = per_gpu_share("V100-32GB")
+    for n, span in ((8, 1), (8, 2), (16, 2), (16, 4), (32, 4), (64, 8)):
+        kw = dict(batch_size=64, seq_len=1024, dp=np.array([n]), tp=np.array([1]), nodes_spanned=span)
+        before = float(iteration_time_array("gpt2-medium", gpu=old_v100, **kw, **BEFORE_CONSTANTS)[0])
+        now = float(iteration_time_array("gpt2-medium", gpu="V100-32GB", **kw)[0])
+        print(f"| {n} GPUs on {span} node(s) | {before:.3f} | {now:.3f} | {before / now:.2f}x |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--fit", action="store_true", help="re-run the calibration and print the constants")
     parser.add_argument("--llm", action="store_true", help="print LLM 8 -> 64 GPU speed-ups")
     parser.add_argument("--nnls", action="store_true", help="also fit the Capes et al. f(w) to each curve")
+    parser.add_argument("--network", action="store_true", help="print the issue-16 network comparison tables")
     args = parser.parse_args()
     if args.data is None:
         raise SystemExit("no shared data folder: pass --data (or set FRENZY_ENV_DATA)")
@@ -224,6 +288,8 @@ def main() -> None:
     compare(curves, nnls=args.nnls)
     if args.llm:
         llm_scaling()
+    if args.network:
+        network_tables(curves)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,38 @@ def test_catalogue_has_required_types_with_sources():
     assert GPU_TYPES["H100-80GB"].peak_tflops > GPU_TYPES["A100-80GB"].peak_tflops > GPU_TYPES["V100-32GB"].peak_tflops
 
 
+def test_catalogue_peaks_and_networks_from_sources():
+    # dense FP16/BF16 tensor with FP32 accumulate (mixed-precision training), TFLOP/s
+    peaks = {"H100-80GB": 989.0, "A100-80GB": 312.0, "A100-40GB": 312.0, "V100-32GB": 125.0, "V100-16GB": 125.0,
+             "RTX3090-24GB": 71.0, "T4-16GB": 65.0, "P100-16GB": 9.3}
+    assert {n: GPU_TYPES[n].peak_tflops for n in peaks} == peaks
+    # (NICs per node, node network GB/s): DGX H100 8 x NDR 400 Gb/s, DGX A100 8 x HDR 200 Gb/s,
+    # DGX-1V 4 x EDR 100 Gb/s, one 25 GbE port per RTX 3090 / T4 / P100 node
+    nets = {"H100-80GB": (8, 400.0), "A100-80GB": (8, 200.0), "A100-40GB": (8, 200.0), "V100-32GB": (4, 50.0),
+            "V100-16GB": (4, 50.0), "RTX3090-24GB": (1, 3.125), "T4-16GB": (1, 3.125), "P100-16GB": (1, 3.125)}
+    assert {n: (GPU_TYPES[n].nics_per_node, GPU_TYPES[n].node_network_gbps) for n in nets} == nets
+    # intra-node links per direction: NVLink 4/3/2 = 450/300/150 GB/s, PCIe 4.0 / 3.0 x16 = 31.5 / 15.75
+    intra = {"H100-80GB": 450.0, "A100-80GB": 300.0, "V100-32GB": 150.0, "RTX3090-24GB": 31.5, "T4-16GB": 15.75,
+             "P100-16GB": 15.75}
+    assert {n: GPU_TYPES[n].intra_node_gbps for n in intra} == intra
+    for g in GPU_TYPES.values():
+        assert g.nic_gbps * g.nics_per_node == pytest.approx(g.node_network_gbps)
+        # a job reaches one NIC per GPU it holds on the node, at most all of them
+        assert g.job_network_gbps(1) == pytest.approx(g.nic_gbps)
+        assert g.job_network_gbps(64) == pytest.approx(g.node_network_gbps)
+    rtx = GPU_TYPES["RTX3090-24GB"]
+    assert rtx.job_network_gbps(1) == rtx.job_network_gbps(4) == 3.125  # 25 GbE per node, not per GPU
+
+
+def test_gpu_type_rejects_bad_network():
+    from frenzy_env.cluster import GPUType
+
+    with pytest.raises(ConfigError, match="nics_per_node"):
+        GPUType("x", 1, 1.0, 1.0, 1.0, 1.0, "t", nics_per_node=0)
+    with pytest.raises(ConfigError, match="node_network_gbps"):
+        GPUType("x", 1, 1.0, 1.0, 0.0, 1.0, "t")
+
+
 def test_unknown_gpu_type_names_value_and_suggests():
     with pytest.raises(UnknownNameError, match="A100-80G.*did you mean 'A100-80GB'"):
         get_gpu_type("A100-80G")

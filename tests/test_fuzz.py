@@ -88,6 +88,11 @@ def test_no_python_memory_growth_over_repeated_episodes():
     gc.collect()
     tracemalloc.start()
     try:
+        # tracemalloc counts only what is allocated after start(): the env's live state (masks, rows, records
+        # of the last episode, ~250 KiB) is re-allocated by the first traced pass and would read as growth,
+        # so the baseline is taken after one traced pass; what the next passes add is growth.
+        episodes()
+        gc.collect()
         before = tracemalloc.get_traced_memory()[0]
         episodes()
         episodes()
@@ -95,7 +100,7 @@ def test_no_python_memory_growth_over_repeated_episodes():
         grown = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
-    assert grown < 256 * 1024, f"{grown / 1024:.0f} KiB more Python memory after the same episodes again"
+    assert grown < 64 * 1024, f"{grown / 1024:.0f} KiB more Python memory after the same episodes again"
 
 
 # ---------------------------------------------------------------------- the checker catches corruption

@@ -25,18 +25,19 @@ from frenzy_env.workload.configs import _fits
 
 @pytest.fixture
 def two_type_cluster() -> ClusterSpec:
-    """2 A100-80GB (one node) + 2 V100-32GB (one node)."""
+    """2 A100-80GB (one node) + 2 V100-16GB (one node)."""
     return ClusterSpec.from_counts(
-        "two-type", {"A100-80GB": (1, 2), "V100-32GB": (1, 2)}, reference_gpu_type="A100-80GB"
+        "two-type", {"A100-80GB": (1, 2), "V100-16GB": (1, 2)}, reference_gpu_type="A100-80GB"
     )
 
 
 def test_offered_load_hand_computed(two_type_cluster):
-    # job 0: gpt2, batch 8, 1 GPU: fits both types at 1 GPU; job 1: gpt2-large, batch 8, 1 GPU: fits an
-    # A100 at 1 GPU, no V100 plan up to the V100s' 2 GPUs
-    small, large = get_model("gpt2"), get_model("gpt2-large")
-    assert _fits(small, 8, 1024, 1, "V100-32GB", 2) and _fits(large, 8, 1024, 1, "A100-80GB", 2)
-    assert not _fits(large, 8, 1024, 1, "V100-32GB", 2) and not _fits(large, 8, 1024, 2, "V100-32GB", 2)
+    # job 0: gpt2, batch 8, 1 GPU: fits both types at 1 GPU; job 1: gpt2-xl, batch 8, 1 GPU: fits an
+    # A100 at 1 GPU, no V100 plan up to the V100s' 2 GPUs (its ~30 GB of model states, even split over tp = 2,
+    # leave no room on 16 GB, whatever the micro-batch)
+    small, large = get_model("gpt2"), get_model("gpt2-xl")
+    assert _fits(small, 8, 1024, 1, "V100-16GB", 2) and _fits(large, 8, 1024, 1, "A100-80GB", 2)
+    assert not _fits(large, 8, 1024, 1, "V100-16GB", 2) and not _fits(large, 8, 1024, 2, "V100-16GB", 2)
     wl = Workload("tiny", (
         JobSpec(0, 0.0, small, 8, 1024, iterations=1000.0, requested_gpus=1),
         JobSpec(1, 3600.0, large, 8, 1024, iterations=500.0, requested_gpus=1),
@@ -45,7 +46,7 @@ def test_offered_load_hand_computed(two_type_cluster):
     def t(model, gpu):  # one GPU: the only layout is dp = tp = 1
         return iteration_time(model, batch_size=8, seq_len=1024, gpu=gpu, dp=1, tp=1)
 
-    c0 = 2 / t(small, "A100-80GB") + 2 / t(small, "V100-32GB")  # iterations per second of the whole cluster
+    c0 = 2 / t(small, "A100-80GB") + 2 / t(small, "V100-16GB")  # iterations per second of the whole cluster
     c1 = 2 / t(large, "A100-80GB")  # the V100s cannot hold job 1
     window = 3600.0 * 2 / 1  # (last - first) * n / (n - 1)
     expected = (1000.0 / c0 + 500.0 / c1) / window
@@ -53,9 +54,9 @@ def test_offered_load_hand_computed(two_type_cluster):
     assert rep.window_s == pytest.approx(window)
     assert rep.offered_load == pytest.approx(expected, rel=1e-12)
     assert offered_load(wl, two_type_cluster) == pytest.approx(expected, rel=1e-12)
-    assert rep.per_type_fits_frac == {"A100-80GB": 1.0, "V100-32GB": 0.5}
+    assert rep.per_type_fits_frac == {"A100-80GB": 1.0, "V100-16GB": 0.5}
     assert rep.per_type_load["A100-80GB"] == pytest.approx(expected)
-    assert rep.per_type_load["V100-32GB"] == pytest.approx(1000.0 / c0 / window)
+    assert rep.per_type_load["V100-16GB"] == pytest.approx(1000.0 / c0 / window)
     # an explicit window; and a homogeneous cluster gives the classic GPU-seconds / (T x GPUs)
     assert offered_load(wl, two_type_cluster, window_s=100.0) == pytest.approx(expected * window / 100.0)
     homo = ClusterSpec.homogeneous("A100-80GB", 1, 2)
@@ -64,16 +65,16 @@ def test_offered_load_hand_computed(two_type_cluster):
 
 
 def test_offered_load_escalates_plan_and_skips_unplaceable(two_type_cluster):
-    # gpt2 batch 16 fits no V100 at 1 GPU but does at 2: that plan sets its V100 speed
-    med = get_model("gpt2")
-    assert not _fits(med, 16, 1024, 1, "V100-32GB", 2) and _fits(med, 16, 1024, 2, "V100-32GB", 2)
+    # gpt2-large batch 16 fits no V100-16GB at 1 GPU (15.5 GB of model states) but does at 2 with tp = 2 (dp = 2
+    # would keep all the states on each GPU): that plan sets its V100 speed
+    med = get_model("gpt2-large")
+    assert not _fits(med, 16, 1024, 1, "V100-16GB", 2) and _fits(med, 16, 1024, 2, "V100-16GB", 2)
     wl = Workload("m", (
         JobSpec(0, 0.0, med, 16, 1024, iterations=10.0, requested_gpus=1),
         JobSpec(1, 10.0, get_model("llama-2-70b"), 8, 4096, iterations=10.0, requested_gpus=1),
     ))
     rep = offered_load_detail(wl, two_type_cluster)
-    x_v = 1 / (2 * iteration_time(med, batch_size=16, seq_len=1024, gpu="V100-32GB", dp=2, tp=1))
-    x_v = max(x_v, 1 / (2 * iteration_time(med, batch_size=16, seq_len=1024, gpu="V100-32GB", dp=1, tp=2)))
+    x_v = 1 / (2 * iteration_time(med, batch_size=16, seq_len=1024, gpu="V100-16GB", dp=1, tp=2))
     assert rep.rate_per_gpu[0, 1] == pytest.approx(x_v)
     assert rep.unplaceable == 1 and math.isnan(rep.cluster_seconds[1])
 
@@ -135,7 +136,7 @@ def test_fifo_keeps_every_gpu_type_busy_on_the_default_workload():
 def test_oom_attempt_holds_gpus_for_the_modelled_time(make_job, make_workload):
     model = get_model("gpt2-medium")
     cluster = ClusterSpec.homogeneous("V100-16GB", 1, 8)
-    wl = make_workload(make_job(0, 0.0, 100.0, model=model))
+    wl = make_workload(make_job(0, 0.0, 100.0, model=model, seq_len=512))  # the paper's formula misses on 1 GPU
     cfg = SimConfig(predictor="frenzy", startup_time=20.0, teardown_time=7.0)
     assert cfg.oom_delay is None
     sim = ClusterSimulator(cluster, wl, cfg)
