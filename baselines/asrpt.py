@@ -38,15 +38,21 @@ Predictor (``predictor``)
     ``"perfect"``: the true iterations (the paper's perfect-prediction variant; an oracle).
     ``"estimate"``: the env's ``work_estimate`` (what its ``work_info`` setting lets schedulers know).
 
-Decision points (an env limitation, documented)
-    The env consults a policy only at simulator events (arrivals, finishes, OOM failures); it has no timer.
-    A virtual completion or a consolidation deadline that falls between two events therefore cannot be acted
-    on at its exact time. ``release="lookahead"`` (default) acts at the last decision point before it: the
-    virtual schedule is advanced to the time the env would next consult the policy if it waits
-    (``view.next_event_time()``; no job arrives before it, so this schedule uses only known jobs), and a
-    deadline that falls before that time counts as reached. ``release="strict"`` acts only on virtual
-    completions and deadlines ``<= now`` (a job may then wait until the next event, which can be long on
-    a lightly loaded cluster).
+Decision points (``release``)
+    A job is released at its virtual completion and a heavy job's wait ends at its deadline; both may fall
+    between two simulator events (arrivals, finishes, OOM failures), when the env would not consult the
+    policy. ``release="timer"`` (default) follows the paper: at every decision the virtual schedule is
+    advanced to now, and the policy asks the env for a wake-up (``env.request_wakeup``, through
+    :meth:`ScriptedPolicy.wake_at`) at the next virtual completion of the known jobs or the next deadline of a
+    pending heavy job, whichever comes first, so each job is released exactly at its virtual completion and a
+    heavy job takes any placement exactly at its deadline. (An arrival before that time is an event: the
+    schedule is recomputed then and the wake-up asked again. The env sets a wake-up at least 1 s ahead, so a
+    virtual completion less than 1 s after a decision is acted on 1 s after it.) The modes of env v0, which had
+    no timer: ``release="lookahead"`` acts at the last decision point before a virtual completion or deadline
+    (the virtual schedule is advanced to ``view.next_event_time()``; no job arrives before it, so this schedule
+    uses only known jobs): jobs are released early. ``release="strict"`` acts only on virtual completions and
+    deadlines ``<= now``, at events: a job may wait until the next event, which can be long on a lightly loaded
+    cluster. In both, when nothing is pending (nothing would consult the policy again) everything is due now.
 
 Queue window
     Only jobs in the env's visible queue window (``queue_slots``, arrival order) can be started. When the
@@ -63,7 +69,7 @@ from typing import Any
 import numpy as np
 
 from baselines.base import ScriptedPolicy
-from baselines.frenzy import PlanRanker, _fallback
+from baselines.frenzy import PlanRanker
 from frenzy_env.errors import ConfigError, unknown_name
 from frenzy_env.placement import place
 from frenzy_env.policy import DONE, QUEUED, REJECTED, SimView
@@ -73,7 +79,7 @@ COMM_HEAVY = 1.5
 DEFAULT_TAU = 1.0
 ASRPT_PREDICTORS = ("forest", "perfect", "estimate")
 UNSEEN = ("zero", "mean")
-RELEASE = ("lookahead", "strict")
+RELEASE = ("timer", "lookahead", "strict")
 
 
 class IterationForest:
@@ -168,7 +174,8 @@ class AsrptPolicy(ScriptedPolicy):
     predictor: ``"forest"`` | ``"perfect"`` | ``"estimate"``.
     backfill: let later pending jobs start when the head cannot (default False: strict order).
     unseen: forest prediction for unseen groups, ``"zero"`` (paper) or ``"mean"``.
-    release: ``"lookahead"`` (default) or ``"strict"``; see "Decision points".
+    release: ``"timer"`` (default: wake-ups at virtual completions and deadlines), ``"lookahead"`` or
+        ``"strict"``; see "Decision points".
     seed: random state of the forest.
     """
 
@@ -182,7 +189,7 @@ class AsrptPolicy(ScriptedPolicy):
         predictor: str = "forest",
         backfill: bool = False,
         unseen: str = "zero",
-        release: str = "lookahead",
+        release: str = "timer",
         seed: int = 0,
     ) -> None:
         super().__init__(env)
@@ -223,6 +230,7 @@ class AsrptPolicy(ScriptedPolicy):
         self.alpha = np.full(n, np.inf)  # (J,) alpha_i
         self.heavy = np.zeros(n, dtype=bool)  # (J,)
         self.deadline = np.full(n, np.inf)  # (J,) release + tau * n_i * alpha_i for heavy jobs
+        self._deadlines: list[tuple[float, int]] = []  # heap of (deadline, job) of released heavy jobs
         self._cands: dict[int, np.ndarray] = {}  # job -> plan slots at g_i, fastest first
         self._started: set[int] = set()
         self._seen_finished = view.finished
@@ -299,6 +307,7 @@ class AsrptPolicy(ScriptedPolicy):
         self.release_time[j] = t
         if self.heavy[j]:
             self.deadline[j] = t + self.tau * self.pred_iters[j] * self.alpha[j]
+            heapq.heappush(self._deadlines, (float(self.deadline[j]), j))
         self._pending.append((self._seq, j))
         self._seq += 1
 
@@ -354,11 +363,25 @@ class AsrptPolicy(ScriptedPolicy):
                     bisect.insort(self._pending, (int(self.release_seq[j]), j))
 
     def _horizon(self, view: SimView) -> float:
+        if self.release == "timer":
+            return view.now  # the timer brings the policy back at the next virtual completion or deadline
         if not view.has_pending_events():
             return math.inf  # nothing will wake the policy again: everything is due now
         if self.release == "strict":
             return view.now
         return max(view.now, view.next_event_time())
+
+    def next_due(self) -> float:
+        """The next virtual completion of the known jobs or deadline of a released heavy job after now (inf
+        when none): when ``release="timer"`` asks to be woken. Call after :meth:`advance_virtual` to now."""
+        now = self.view.now
+        due = self.vt + self._vheap[0][0] if self._vheap else math.inf
+        dl = self._deadlines
+        while dl and dl[0][0] <= now:
+            heapq.heappop(dl)  # reached (a job that started before its deadline leaves a spare wake-up at most)
+        if dl:
+            due = min(due, dl[0][0])
+        return due
 
     def _try_start(self, j: int, k: int, mask: np.ndarray, horizon: float) -> int | None:
         view, env = self.view, self.env
@@ -384,12 +407,21 @@ class AsrptPolicy(ScriptedPolicy):
     def act(self, mask: np.ndarray) -> int:
         view = self.ensure_setup()
         self._sync(view)
-        status = view.status
         horizon = self._horizon(view)
         self.advance_virtual(horizon)
+        if self.release == "timer" and self.wake_at(self.next_due()) is None and not view.has_pending_events():
+            horizon = math.inf  # no wake-up (none due, or refused) and nothing else will come: all is due now
+            self.advance_virtual(horizon)
+        action = self._choose(mask, horizon)
+        return self.wait_action(mask) if action is None else action
+
+    def _choose(self, mask: np.ndarray, horizon: float) -> int | None:
+        """The start of the pending queue's head (or, with backfill, of the first pending job that can
+        start), None to wait."""
+        status = self.view.status
         qv = self.env.visible_queue
         if not self._pending or len(qv) == 0:
-            return _fallback(mask, self.env.first_start)
+            return None
         slot = {int(j): k for k, j in enumerate(qv.tolist())}
         stale = False
         for _, j in self._pending:
@@ -409,7 +441,7 @@ class AsrptPolicy(ScriptedPolicy):
                 break
         if stale:
             self._compact()
-        return _fallback(mask, self.env.first_start)
+        return None
 
     def _compact(self, exclude: int = -1) -> None:
         status = self.view.status

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from frenzy_env.policy import SimView
+from frenzy_env.simulator.core import MIN_WAKEUP_INTERVAL
 
 
 class ScriptedPolicy:
@@ -15,7 +17,9 @@ class ScriptedPolicy:
     through :attr:`view` and acts only through actions.
 
     Subclasses implement :meth:`act`. ``oracle = True`` marks policies that read information schedulers do
-    not have (true job durations); they are reported, never targets.
+    not have (true job durations); they are reported, never targets. A policy that must act at a time when
+    nothing happens in the simulator (a round boundary, the end of a measurement) sets a timer with
+    :meth:`wake_at` and waits with :meth:`wait_action`.
     """
 
     name = "scripted"
@@ -48,6 +52,38 @@ class ScriptedPolicy:
 
     def act(self, mask: np.ndarray) -> int:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    # ------------------------------------------------------------------ timers
+    def wake_at(self, t: float) -> float | None:
+        """Ask the env to consult the policy again at simulated time ``t`` (seconds): a timer
+        (``env.request_wakeup``).
+
+        Nothing is asked (None) for a ``t`` that is not finite or not after now. As the env's rule has it, a
+        ``t`` sooner than :data:`~frenzy_env.simulator.core.MIN_WAKEUP_INTERVAL` (1 s) ahead becomes now + 1 s.
+        A time already pending is not asked again: the env caps the requests of one instant (16), duplicates
+        included, so a policy may call this at every decision. Returns the wake-up's time, or None when
+        nothing is pending for it (refused by the cap, or the episode is over).
+        """
+        if not math.isfinite(t):
+            return None
+        view = self.view
+        now = view.now
+        if t <= now:
+            return None
+        t = max(float(t), now + MIN_WAKEUP_INTERVAL)
+        if t in view.pending_wakeups:
+            return t
+        return self.env.request_wakeup(t)
+
+    def wait_action(self, mask: np.ndarray) -> int:
+        """"Wait" (0) when it is legal now -- ``mask`` allows it, or something became pending after ``mask``
+        was computed (a wake-up this decision asked for) --; otherwise the first legal start or resize, else
+        the shortest timed wait: never an illegal action when ``mask`` has a legal one."""
+        if mask[0] or not mask.any() or self.view.has_pending_events():
+            return 0
+        first = self.env.first_start
+        moves = np.flatnonzero(mask[first:])
+        return first + int(moves[0]) if moves.size else int(np.flatnonzero(mask)[0])
 
     def predict(
         self,

@@ -16,7 +16,9 @@ OOM failure), detected through the simulator's counters:
 3. The allocation is realised through actions: shrinking resizes first (they free GPUs), then starts of
    admitted queued jobs (at the largest size <= the target that can be placed now), then growing resizes.
    A resized job pays the restart overhead (the simulator charges it). The env refuses to resize a job still
-   starting up; such resizes, and any that cannot be placed yet, are retried at later decisions.
+   starting up: the policy sets a timer (a wake-up, ``env.request_wakeup``) at the end of that job's start-up
+   (``view.running[j].progress_from``) and resizes it then. Resizes that cannot be placed yet are retried at
+   later decisions (GPUs are freed only at events).
 
 Heterogeneous clusters (the paper has one GPU type): each GPU type is a separate pool. A running job keeps
 its GPU type; an admitted queued job takes the type where its smallest size is fastest among the pools
@@ -29,8 +31,9 @@ Strategies (``strategy``)
 ``"exploratory"``: a new job first runs for ``explore_time`` seconds (default 60) of progress at each of
     1, 2, 4 and 8 GPUs (sizes that do not fit in memory or cannot be placed are skipped) and records the
     speed it reaches; ``f_j`` is then the Capes et al. model fitted by non-negative least squares
-    (:func:`frenzy_env.throughput.fit_speed_model`) and the job joins the doubling. Because the env consults
-    policies only at events, each exploration step ends at the first decision after its ``explore_time``.
+    (:func:`frenzy_env.throughput.fit_speed_model`) and the job joins the doubling. Each step lasts exactly
+    its ``explore_time`` of progress: the policy sets a timer (a wake-up) at its end, ``progress_from +
+    explore_time``, and resizes the job to its next size then (which starts the next step after the restart).
 ``"eight"``: every job on a fixed 8 GPUs (or its smallest feasible size above 8), first-come first-fit on
     the fastest GPU type that can place it; no resizing.
 ``"unit_step"``: the greedy comparator (Optimus-style): +1 GPU at a time to the job with the largest
@@ -357,12 +360,43 @@ class DoublingPolicy(ScriptedPolicy):
         if counters != self._counters or explored:
             self._counters = counters
             self._recompute()
-        return self._realise(mask)
+        action = self._realise(mask)
+        # the timer is set before the action is taken: after a start or resize the env may advance by itself
+        self.wake_at(self.next_due(action))
+        return action
+
+    def next_due(self, action: int | None = None) -> float:
+        """When the policy must act although nothing happens in the simulator (inf: never): the earliest end
+        of an exploration step, or end of start-up of a job whose resize is waiting for it. ``action``, about
+        to be taken: a start or resize of an exploring job begins a step, which ends ``explore_time`` after its
+        start-up (``startup_time``, plus ``restart_overhead`` for a resize)."""
+        view, env = self.view, self.env
+        running, now = view.running, view.now
+        due = float("inf")
+        if self.exploring and action is not None and action >= env.first_start:
+            cfg = view.config
+            if action < env.first_resize:
+                j = int(env.visible_queue[(action - env.first_start) // view.num_plans])
+                extra = 0.0
+            else:
+                j = int(env.visible_running[(action - env.first_resize) // view.num_plans])
+                extra = cfg.restart_overhead
+            if j in self.exploring:  # the simulator's own sum: the wake-up falls exactly on the step's end
+                due = now + cfg.startup_time + extra + self.explore_time
+        for j in self.exploring:
+            run = running.get(j)
+            if run is not None and run.progress_from + self.explore_time > now:  # (not ended: just acted on)
+                due = min(due, run.progress_from + self.explore_time)
+        for j in self._todo:
+            run = running.get(j)
+            if run is not None and run.progress_from > now and run.plan != self._plan(*self.target[j]):
+                due = min(due, run.progress_from)
+        return due
 
     def _realise(self, mask: np.ndarray) -> int:
         """One action towards the targets: shrinks first, then starts, then grows."""
         if not self._todo:
-            return _fallback(mask, self.env.first_start)
+            return self.wait_action(mask)
         view, env = self.view, self.env
         status, running = view.status, view.running
         grows: list[int] = []
@@ -396,7 +430,7 @@ class DoublingPolicy(ScriptedPolicy):
         for a in grows:
             if mask[a]:
                 return a
-        return _fallback(mask, self.env.first_start)
+        return self.wait_action(mask)
 
     def _act_fixed(self, mask: np.ndarray) -> int:
         """``"eight"``: visible queued jobs in arrival order, ``fixed_gpus`` GPUs on the fastest legal type."""

@@ -2,9 +2,12 @@
 
 What it does, as the paper describes it, mapped onto this environment:
 
-* **Rounds** of ``round_s`` = 60 s of simulated time. The environment only stops at events (arrivals,
-  finishes, OOM failures), so a round happens at the *first decision point at or after each boundary*; at
-  decision points inside a round nothing is re-solved and the policy only carries out the round's plan.
+* **Rounds** of ``round_s`` = 60 s of simulated time, at every multiple of ``round_s`` while jobs are in the
+  system: the policy sets a timer (a wake-up, ``env.request_wakeup``) at the next round boundary, so the env
+  consults it there even when nothing happens in the simulator. The first round is at the first decision
+  (the first arrival); after an idle gap (no job in the system: no round, no timer) the first decision with a
+  job in the system again starts a round. At decision points inside a round (events) nothing is re-solved
+  and the policy only carries out the round's plan. ``rounds_at`` lists the times of the rounds held.
 * **Candidate configurations** per job and GPU type: 1, 2, 4 GPUs on one node, then whole nodes. The
   environment's plan slots are (GPU type, power-of-two count), so whole-node counts are 8, 16, 32, ... on
   8-GPU nodes (4, 8, 16, ... on 4-GPU nodes); Sia's non-power-of-two node counts (3 nodes = 24 GPUs) have no
@@ -168,21 +171,32 @@ class SiaPolicy(ScriptedPolicy):
         self._next_round = -math.inf
         self._todo: list[tuple[str, int, int]] = []  # ("resize" | "start", job, plan)
         self.rounds = 0
+        self.rounds_at: list[float] = []  # simulated times of the rounds held this episode
 
     # ------------------------------------------------------------------ acting
     def act(self, mask: np.ndarray) -> int:
         view = self.view
-        if view.now >= self._next_round:
+        busy = self._in_system(view)
+        if view.now >= self._next_round and busy:
             self._todo = self.plan_round()
             self.rounds += 1
+            self.rounds_at.append(view.now)
             self._next_round = (math.floor(view.now / self.round_s) + 1) * self.round_s
+        if busy:  # the next round happens even if nothing happens before it
+            self.wake_at(self._next_round)
         for i, (kind, job, plan) in enumerate(self._todo):
             action = self._legal_action(kind, job, plan, mask)
             if action is not None:
                 del self._todo[i]
                 return action
         self._todo = []  # nothing left that can be done now: the rest waits for the next round
-        return 0
+        return self.wait_action(mask)
+
+    def _in_system(self, view: Any) -> bool:
+        """Jobs are queued or running (whether or not within the env's windows)."""
+        if view.running:
+            return True
+        return len(self.env.visible_queue) > 0 or bool((view.status == QUEUED).any())
 
     def _legal_action(self, kind: str, job: int, plan: int, mask: np.ndarray) -> int | None:
         env, view = self.env, self.view

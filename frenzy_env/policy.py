@@ -134,7 +134,8 @@ class SimView:
     * ``running``: a read-only mapping job index -> :class:`RunningJob`, in start order;
     * ``free`` (N,) free GPUs per node; ``free_by_type()`` (T,) a fresh array;
     * ``available_plans(jobs)`` (n, P) predictor-admitted plans that have not crashed (a fresh array);
-      ``next_event_time()`` (inf when none is pending), ``has_pending_events()``.
+      ``next_event_time()`` (inf when none is pending), ``has_pending_events()``; ``pending_wakeups``
+      (ascending tuple) the wake-ups asked with ``env.request_wakeup`` and not yet reached.
     """
 
     __slots__ = (
@@ -249,6 +250,11 @@ class SimView:
     def free_by_type(self) -> np.ndarray:
         """(T,) free GPUs per GPU type (a fresh array)."""
         return self._sim.state.free_by_type()
+
+    @property
+    def pending_wakeups(self) -> tuple[float, ...]:
+        """Times of the wake-ups (``env.request_wakeup``) not yet reached, ascending (a fresh tuple)."""
+        return self._sim.pending_wakeups
 
 
 __all__ = ["DONE", "FUTURE", "QUEUED", "REJECTED", "RUNNING", "Policy", "RunningJob", "SimView", "as_policy"]

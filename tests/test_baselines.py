@@ -98,9 +98,9 @@ def test_asrpt_three_job_order_and_start_times(make_job, make_env):
     """Virtual works (G = g = 8 GPUs, perfect prediction): A=100 s at t=0, B=95 s at t=10, C=50 s at t=20.
 
     Virtual SRPT: A runs 0-20 (B's 95 > A's 90 left at t=10); C (50) preempts A (80 left) at 20 and completes
-    at 70; A completes at 150; B at 245. Release order C, A, B. At t=20 nothing else can happen (nothing
-    runs, no arrival is due), so all three are released then. Real (startup 30 s, run = virtual work):
-    C starts 20, ends 100; A starts 100, ends 230; B starts 230, ends 355.
+    at 70; A completes at 150; B at 245. Release order C, A, B, each at its virtual completion (the default
+    timer release). Real (startup 30 s, run = virtual work, each job on all 8 GPUs): C starts 70, ends 150; A
+    starts 150, ends 280; B (released at 245) starts when A is done, 280, ends 405.
     """
     probe = make_env(A100_1x8, [make_job(0, 0, 1, requested_gpus=8)])
     alpha = float(probe.sim.iter_time[0, probe.sim.plan_index("A100-80GB", 8)])
@@ -113,14 +113,21 @@ def test_asrpt_three_job_order_and_start_times(make_job, make_env):
     assert policy.release_seq.tolist() == [1, 2, 0]  # C first, then A, then B
     np.testing.assert_allclose(policy.release_time, [150.0, 245.0, 70.0])
     rec = env.sim.records
-    np.testing.assert_allclose([rec[2].start_time, rec[0].start_time, rec[1].start_time], [20, 100, 230], atol=1e-6)
-    np.testing.assert_allclose([rec[2].finish_time, rec[0].finish_time, rec[1].finish_time], [100, 230, 355],
+    np.testing.assert_allclose([rec[2].start_time, rec[0].start_time, rec[1].start_time], [70, 150, 280], atol=1e-6)
+    np.testing.assert_allclose([rec[2].finish_time, rec[0].finish_time, rec[1].finish_time], [150, 280, 405],
                                atol=1e-6)
+    # lookahead (env v0's default): at t=20 nothing else can happen before the releases, so all three are
+    # released then: C starts 20, ends 100; A starts 100, ends 230; B starts 230, ends 355
+    env = make_env(A100_1x8, jobs)
+    _play(env, make_policy("asrpt", env, predictor="perfect", release="lookahead"))
+    rec = env.sim.records
+    np.testing.assert_allclose([rec[2].start_time, rec[0].start_time, rec[1].start_time], [20, 100, 230], atol=1e-6)
 
 
 def test_asrpt_strict_order_blocks_and_backfill_does_not(make_job, make_env):
-    # j0 (4 GPUs, ~1500 s) is released and starts at t=0 (alone until t=1000). j1 (8 GPUs, tiny) arrives at
-    # 1000 and heads the pending queue but cannot start before j0 ends; j2 (1 GPU) arrives at 1010 behind it.
+    # j0 (4 GPUs, ~1500 s; virtual work (4/8) x 1500 = 750 s) is released and starts at 750 s (alone until
+    # t=1000). j1 (8 GPUs, tiny) arrives at 1000 and heads the pending queue but cannot start before j0 ends; j2
+    # (1 GPU) arrives at 1010 behind it.
     probe = make_env(A100_1x8, [make_job(0, 0, 1, requested_gpus=4)])
     alpha4 = float(probe.sim.iter_time[0, probe.sim.plan_index("A100-80GB", 4)])
     jobs = [make_job(0, 0, 1500 / alpha4, requested_gpus=4), make_job(1, 1000, 1.0, requested_gpus=8),
@@ -130,24 +137,26 @@ def test_asrpt_strict_order_blocks_and_backfill_does_not(make_job, make_env):
         policy = make_policy("asrpt", env, predictor="perfect", backfill=backfill)
         info = _play(env, policy)
         rec = env.sim.records
-        assert info["metrics"]["finished"] == 3 and rec[0].start_time == 0.0
+        assert info["metrics"]["finished"] == 3 and rec[0].start_time == pytest.approx(750.0)
         assert policy.release_seq.tolist() == [0, 1, 2]
-        if backfill:
-            assert rec[2].start_time == 1010.0  # starts beside j0 while j1 waits
+        if backfill:  # starts beside j0 at its release (its virtual completion) while j1 waits
+            assert rec[2].start_time == pytest.approx(policy.release_time[2]) and 1010 < rec[2].start_time < 1020
         else:
             assert rec[1].start_time == pytest.approx(rec[0].finish_time)  # j1 when j0 is done
             assert rec[2].start_time >= rec[1].finish_time  # j2 strictly after j1
 
 
 def test_asrpt_comm_heavy_waits_for_consolidation_until_tau(make_job, make_env):
-    # 2 nodes x 8 V100. At t=0 (best fit) jA, jB -> node 0, jC -> node 1; jA is short, so from ~30 s the free
-    # GPUs are 4 + 4. The heavy 8-GPU gpt2-large job arriving at 5000 finds only that spread placement.
+    # 2 nodes x 8 V100 (G = 16). 4-GPU jobs jA (5,000 s), jB and jC (8,000 s) at 0 have virtual works 1,250,
+    # 2,000 and 2,000 s: released (and started) at 1,250 (node 0), 3,250 (node 0, best fit) and 5,250 (node 1);
+    # jA ends at 6,280, so from then on the free GPUs are 4 + 4. The heavy 8-GPU gpt2-large job arriving at
+    # 7,000 finds only that spread placement.
     cluster = ClusterSpec.from_counts("v2", {"V100-32GB": (2, 8)}, reference_gpu_type="V100-32GB")
     probe = make_env(cluster, [make_job(0, 0, 1, requested_gpus=4)])
     alpha4 = float(probe.sim.iter_time[0, probe.sim.plan_index("V100-32GB", 4)])
-    jobs = [make_job(0, 0, 1.0, requested_gpus=4), make_job(1, 0, 8000 / alpha4, requested_gpus=4),
+    jobs = [make_job(0, 0, 5000 / alpha4, requested_gpus=4), make_job(1, 0, 8000 / alpha4, requested_gpus=4),
             make_job(2, 0, 8000 / alpha4, requested_gpus=4),
-            make_job(3, 5000, 2e3, model="gpt2-large", requested_gpus=8)]
+            make_job(3, 7000, 2e3, model="gpt2-large", requested_gpus=8)]
     # Across DGX-1V nodes (4 x EDR per node) the spread 4 + 4 placement costs gpt2-large ~1.25x its consolidated
     # iteration time (3.7x under the per-GPU network share before issue 16), so the threshold is 1.2 here.
     for tau in (0.0, 1e6):
@@ -157,9 +166,9 @@ def test_asrpt_comm_heavy_waits_for_consolidation_until_tau(make_job, make_env):
         rec = env.sim.records
         assert policy.heavy[3] and not policy.heavy[1]
         assert info["metrics"]["finished"] == 4
-        if tau == 0.0:  # no wait: starts at once, spread over both nodes
-            assert rec[3].start_time == 5000.0
-        else:  # waits for a consolidated node, i.e. until jB and jC finish
+        if tau == 0.0:  # no wait: starts at its release, spread over both nodes
+            assert rec[3].start_time == pytest.approx(policy.release_time[3]) and rec[3].start_time > 7000
+        else:  # waits for a consolidated node, i.e. until jB finishes
             assert rec[3].start_time == pytest.approx(min(rec[1].finish_time, rec[2].finish_time))
 
 

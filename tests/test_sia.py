@@ -116,7 +116,7 @@ def test_sia_partial_node_allocations_stay_on_one_node():
     base = env.unwrapped
     sim = base.sim
     seen = 0
-    for _ in range(400):  # the first part of an episode: arrivals, starts and resizes
+    for _ in range(1000):  # the first part of an episode (a round every 60 s: ~7 h before the first partial node)
         action, _ = policy.predict(obs, action_masks=base.action_masks())
         obs, _, term, trunc, _ = env.step(int(action))
         for run in sim.running.values():
