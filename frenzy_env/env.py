@@ -121,6 +121,13 @@ class FrenzyEnv(gym.Env):
       next event, running jobs in all and beyond the window, whole-system queued and running work, queued
       GPU demand; windows of 64 queued and 64 running jobs (were 32 and 16), or ``"all"``; the env never
       advances past a moment at which a queued job beyond the window could start.
+    * v2 (same spaces as v1): a calibrated world. Offered load in speed- and memory-aware capacity
+      (:mod:`frenzy_env.workload.load`), default scenarios at 0.8 (the ITP week's arrivals stretched to it)
+      and ``HeteroClusterOverloaded`` at the recorded rate; trace models sized for a GPU type drawn in
+      proportion to the cluster's mix; inter-node all-reduces on the node's aggregate NIC bandwidth, cited GPU
+      peaks and node networks (P100 9.3 TFLOP/s, RTX3090 servers one 25 GbE port); plans with gradient
+      accumulation and pipeline stages (1F1B), synthetic jobs of 13B-70B models; an out-of-memory attempt
+      holds its GPUs for start-up, its first step and a tear-down, counted in ``lost_gpu_hours``.
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -870,14 +877,14 @@ class EnvPreset:
 
 
 ENV_PRESETS: tuple[EnvPreset, ...] = (
-    EnvPreset("frenzy/HeteroCluster-v1", "frenzy-testbed", "itp-default"),
+    EnvPreset("frenzy/HeteroCluster-v2", "frenzy-testbed", "itp-default"),
     # the default week at its recorded arrival rate: offered load ~2.1 (frenzy_env.workload.load), overloaded
-    EnvPreset("frenzy/HeteroClusterOverloaded-v1", "frenzy-testbed", "itp-overloaded"),
-    EnvPreset("frenzy/HeteroClusterSynthetic-v1", "frenzy-testbed", "synthetic"),
-    EnvPreset("frenzy/HeteroClusterSmall-v1", "frenzy-testbed", "synthetic-small"),
-    EnvPreset("frenzy/Doubling64-v1", "doubling-64", "synthetic"),
-    EnvPreset("frenzy/PAI2020-v1", "pai-2020", "synthetic"),
-    EnvPreset("frenzy/Large1024-v1", "large-1024", "synthetic"),
+    EnvPreset("frenzy/HeteroClusterOverloaded-v2", "frenzy-testbed", "itp-overloaded"),
+    EnvPreset("frenzy/HeteroClusterSynthetic-v2", "frenzy-testbed", "synthetic"),
+    EnvPreset("frenzy/HeteroClusterSmall-v2", "frenzy-testbed", "synthetic-small"),
+    EnvPreset("frenzy/Doubling64-v2", "doubling-64", "synthetic"),
+    EnvPreset("frenzy/PAI2020-v2", "pai-2020", "synthetic"),
+    EnvPreset("frenzy/Large1024-v2", "large-1024", "synthetic"),
 )
 
 
