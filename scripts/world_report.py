@@ -17,7 +17,7 @@ from frenzy_env.workload import offered_load_detail
 
 
 def load_table(seeds: int) -> str:
-    rows = ["| env id | cluster | workload | offered load | arrival window (h) | per-type load |", "|---|" * 6]
+    rows = ["| env id | cluster | workload | offered load | arrival window (h) | per-type load |", "|" + "---|" * 6]
     for preset in ENV_PRESETS:
         env = FrenzyEnv(cluster=preset.cluster, workload=preset.workload)
         gen = env._generator
