@@ -212,10 +212,11 @@ def format_ci(mean: float, half: float) -> str:
     """``mean ± half`` for a table: the half-width rounded to two significant digits when its first three are
     100-354, else to one (the Particle Data Group's rule), the mean to the same decimal place; thousands
     separators, never scientific notation (``30,400 ± 3,500``, ``22.6 ± 0.8``, ``0.21 ± 0.04``). Without an
-    interval (``half`` nan: one seed) the mean alone, as :func:`format_number`."""
+    interval (``half`` nan: one seed) the mean alone, as :func:`format_number`; a half-width below a billionth
+    of the mean (floating-point noise around a value the workload fixes) is shown as ``± 0``."""
     if not math.isfinite(mean) or not math.isfinite(half):
         return format_number(mean)
-    if half == 0:
+    if half == 0 or half <= 1e-9 * abs(mean):  # no spread, or only rounding noise (a load set exactly)
         return f"{format_number(mean)} ± 0"
     exp = math.floor(math.log10(abs(half)))
     lead = abs(half) / 10.0 ** (exp - 2)  # the first three digits, 100 <= lead < 1000

@@ -106,6 +106,7 @@ def test_attempts_table_numbers_each_jobs_attempts(tiny_env):
         (1234567.8, 96000.0, "1,230,000 ± 100,000"),  # 950-999 rounds up to two digits of the next power
         (0.2, 1.27, "0.2 ± 1.3"),
         (5.0, 0.0, "5 ± 0"),
+        (0.79999999999999993, 2.8e-16, "0.800 ± 0"),  # floating-point noise around a value the workload fixes
         (-0.01, 0.02, "-0.010 ± 0.020"),
         (30412.4, math.nan, "30,412"),  # no interval (one seed): the mean alone, every integer digit
         (22.634, math.nan, "22.6"),
