@@ -50,7 +50,6 @@ from typing import Any
 import numpy as np
 
 from baselines.base import ScriptedPolicy
-from baselines.frenzy import _fallback
 from frenzy_env.cluster import get_gpu_type
 from frenzy_env.errors import ConfigError, unknown_name
 from frenzy_env.policy import QUEUED, RUNNING, SimView
@@ -437,11 +436,11 @@ class DoublingPolicy(ScriptedPolicy):
         view, env = self.view, self.env
         qv = env.visible_queue
         if len(qv) == 0:
-            return _fallback(mask, self.env.first_start)
+            return self.wait_action(mask)
         p_n = view.num_plans
         legal = env.start_rows(mask)  # (Q, P)
         if not legal.any():
-            return _fallback(mask, self.env.first_start)
+            return self.wait_action(mask)
         avail = view.pred_ok[qv] & ~view.oom_known[qv]  # (Q, P)
         counts = view.plan_count[None, :]
         want = min(self.fixed_gpus, int(self.levels[-1]))
@@ -451,7 +450,7 @@ class DoublingPolicy(ScriptedPolicy):
         at_size = avail & (counts == size[:, None]) & legal  # (Q, P)
         rows = np.flatnonzero(at_size.any(axis=1))
         if rows.size == 0:
-            return _fallback(mask, self.env.first_start)
+            return self.wait_action(mask)
         k = int(rows[0])
         times = np.where(at_size[k], view.iter_time[qv[k]], np.inf)
         return env.first_start + k * p_n + int(np.argmin(times))

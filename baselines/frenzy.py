@@ -171,25 +171,16 @@ class FrenzyPolicy(ScriptedPolicy):
         env = self.env
         qv = env.visible_queue
         if len(qv) == 0:
-            return _fallback(mask, self.env.first_start)
+            return self.wait_action(mask)
         p = env.num_plans
         legal = env.start_rows(mask)  # (Q, P)
         score = np.where(legal, self.ranker.positions(qv), _UNRANKED)  # (Q, P)
         best = score.min(axis=1)  # (Q,)
         rows = np.flatnonzero(best < _UNRANKED)
         if rows.size == 0:
-            return _fallback(mask, self.env.first_start)
+            return self.wait_action(mask)
         k = int(rows[0])  # the earliest-arrived job that can start now
         return env.first_start + k * p + int(np.argmin(score[k]))
-
-
-def _fallback(mask: np.ndarray, first_start: int = 1) -> int:
-    """Wait when waiting is legal; otherwise (nothing is pending) the first legal start or resize, else the
-    shortest timed wait (actions ``1 .. first_start - 1``), never a no-op."""
-    if mask[0] or not mask.any():
-        return 0
-    moves = np.flatnonzero(mask[first_start:])
-    return first_start + int(moves[0]) if moves.size else int(np.flatnonzero(mask)[0])
 
 
 __all__ = ["FrenzyPolicy", "PlanRanker", "PREDICTORS"]
