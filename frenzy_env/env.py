@@ -758,18 +758,18 @@ class FrenzyEnv(gym.Env):
         return self._qtotals
 
     def _running_work(self) -> float:
-        """Predicted seconds left of every running job on its plan, summed (estimated work)."""
+        """Predicted seconds left of every running job on its plan, summed (estimated work); the running window
+        already holds the jobs when none is beyond it."""
         sim = self.sim
         key = (sim, sim.running_version, sim.now)
         if self._rwork_key != key:
-            if sim.running:
-                jobs = np.fromiter(sim.running, dtype=np.int64, count=len(sim.running))
-                floats = sim.run_floats[jobs]
-                done = floats[:, 0] + np.maximum(0.0, sim.now - floats[:, 1]) * floats[:, 2]
-                rem = np.maximum(0.0, sim.work_estimate[jobs] - done)
-                self._rwork = float(np.minimum(rem @ sim.iter_time[jobs, sim.run_plan[jobs]], MAX_SECONDS))
+            if len(sim.running) <= self.running_slots:
+                self._update_visible()
+                jobs = self._visible_running
             else:
-                self._rwork = 0.0
+                jobs = np.fromiter(sim.running, dtype=np.int64, count=len(sim.running))
+            self._rwork = kernels.running_work(jobs, sim.run_plan, sim.run_floats, sim.work_estimate, sim.iter_time,
+                                               sim.now)
             self._rwork_key = key
         return self._rwork
 

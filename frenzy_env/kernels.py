@@ -209,6 +209,34 @@ def _free_fractions(type_frac, type_base, free_t, out_t, node_frac, node_base, f
         out_n[i] = node_frac[node_base[i] + free[i]]
 
 
+def _running_work(jobs, run_plan, run_floats, estimate, iter_time, now):
+    # predicted seconds left of the running ``jobs`` on their plans, summed in order (the same arithmetic as
+    # _running_rows: remaining estimated iterations x seconds per iteration, clamped at 0 and at MAX_SECONDS)
+    total = 0.0
+    for i in range(jobs.shape[0]):
+        j = jobs[i]
+        since = now - run_floats[j, 1]
+        if since < 0.0:
+            since = 0.0
+        rem = estimate[j] - (run_floats[j, 0] + since * run_floats[j, 2])
+        if rem < 0.0:
+            rem = 0.0
+        t = iter_time[j, run_plan[j]] * rem
+        total += _MAX_SECONDS if t > _MAX_SECONDS else t
+    return total
+
+
+def running_work(
+    jobs: np.ndarray, run_plan: np.ndarray, run_floats: np.ndarray, estimate: np.ndarray, iter_time: np.ndarray,
+    now: float,
+) -> float:
+    """Seconds of predicted work left of the running ``jobs`` on their current plans, summed: the
+    environment's ``running_work`` global feature. Compiled when the kernels are on, else this same loop in
+    Python (identical sums: the same operations in the same order)."""
+    kernel = get("running_work") or _running_work
+    return float(kernel(jobs, run_plan, run_floats, estimate, iter_time, now))
+
+
 def _require(name: str) -> Any:
     """:func:`get`, or ValueError when the numpy code is in use."""
     kernel = get(name)
@@ -283,4 +311,7 @@ def free_fractions(
     _require("free_fractions")(type_frac, type_base, free_t, out_t, node_frac, node_base, free, out_n)
 
 
-_SOURCES = {"legal_masks": _legal_masks, "running_rows": _running_rows, "free_fractions": _free_fractions}
+_SOURCES = {
+    "legal_masks": _legal_masks, "running_rows": _running_rows, "free_fractions": _free_fractions,
+    "running_work": _running_work,
+}
