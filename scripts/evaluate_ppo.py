@@ -26,7 +26,7 @@ import numpy as np
 from agents.ppo import DEFAULT_MODEL_PATH, TEST_SEED_START, load_policy
 from baselines import POLICIES, make_policy
 from frenzy_env.env import FrenzyEnv
-from frenzy_env.evaluation import evaluate, summarise, summary_markdown
+from frenzy_env.evaluation import evaluate, summarise, summary_markdown, wide_window
 from frenzy_env.paths import shared_data_dir
 
 _COLOURS = {"frenzy": "C1", "asrpt": "C2", "doubling": "C3", "fifo": "C4"}
@@ -201,8 +201,10 @@ def main() -> None:
         print(f"selected: {select_model(args.select, args.out, args.traces)}")
         return
     names = args.policies.split(",") if args.policies else [p for p in POLICIES if p != "random"] + ["ppo"]
-    policies = {
-        n: (lambda env: load_policy(env, args.model)) if n == "ppo" else (lambda env, n=n: make_policy(n, env))
+    policies = {  # scripted baselines with every job within reach (wide windows), as in frenzy evaluate
+        n: (lambda env: load_policy(env, args.model))
+        if n == "ppo"
+        else wide_window(lambda env, n=n: make_policy(n, env))
         for n in names
     }
     seeds = range(TEST_SEED_START, TEST_SEED_START + args.seeds)
@@ -211,7 +213,7 @@ def main() -> None:
         episodes.to_csv(args.out / "episodes.csv", index=False)
 
     _, episodes = evaluate(
-        lambda wl: FrenzyEnv(cluster="frenzy-testbed", workload=wl),
+        lambda wl, **overrides: FrenzyEnv(cluster="frenzy-testbed", workload=wl, **overrides),
         policies,
         args.workloads.split(","),
         seeds,
