@@ -102,8 +102,8 @@ class RLlibTrainConfig:
     cluster: str = "frenzy-testbed"
     workload: str = "synthetic-small"
     predictor: str = "extended"
-    queue_slots: int = 32
-    running_slots: int = 16
+    queue_slots: int = 64
+    running_slots: int = 64
     max_episode_steps: int | None = None
     iterations: int = 10
     num_env_runners: int = 1
