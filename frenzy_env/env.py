@@ -65,7 +65,8 @@ class FrenzyEnv(gym.Env):
     ``first_start + k*P + p`` (``first_start = 1 + W``) start the k-th queued job (arrival order) on plan p;
     ``first_resize + r*P + p`` (``first_resize = 1 + W + Q*P``) resize the r-th running job (start order) to
     plan p. ``start_action(job, plan)``, ``resize_action(job, plan)`` and ``start_rows(mask)`` do the
-    arithmetic. "Wait" is legal while anything is pending, timed waits until the episode ends.
+    arithmetic. "Wait" and the timed waits are legal while anything is pending (a finish, an OOM, an arrival,
+    a wake-up), so no policy can keep an episode from ending by waiting.
     ``action_masks()`` gives exactly the legal actions: the plan is memory-feasible under the predictor,
     has not crashed for that job before, and is placeable on currently free GPUs; resizing to the current
     plan is masked. An illegal action is a no-op with a penalty (``info["invalid_actions"]`` counts them).
@@ -471,8 +472,10 @@ class FrenzyEnv(gym.Env):
         """The mask of the actions legal now, written into ``_mask``."""
         sim = self.sim
         self._update_visible()
-        self._mask[0] = sim.done or sim.has_pending_events()  # at the end, "wait": never an empty mask
-        self._mask[1 : self.first_start] = not sim.done  # timed waits: time may always pass
+        pending = sim.has_pending_events()
+        self._mask[0] = sim.done or pending  # at the end, "wait": never an empty mask
+        # timed waits while something is pending: with nothing pending only starts can move the episode on
+        self._mask[1 : self.first_start] = pending and not sim.done
         rows = self._mask_rows
         self._legal_moves = sim.legal_masks(self._visible_queue, self._visible_running, self.queue_slots, rows)
 

@@ -56,7 +56,7 @@ def _reference_masks(env: FrenzyEnv) -> np.ndarray:
     w = len(env.wait_options)
     mask = np.zeros(1 + w + (q + r) * p, dtype=bool)
     mask[0] = sim.done or sim.has_pending_events()  # "wait" stays legal at the end
-    mask[1 : 1 + w] = not sim.done  # the timed waits
+    mask[1 : 1 + w] = sim.has_pending_events() and not sim.done  # the timed waits
     queue = np.array(sim.queue[:q], dtype=np.int64)
     running = np.array(list(sim.running)[:r], dtype=np.int64)
     if queue.size:
@@ -74,7 +74,7 @@ def _placer_masks(env: FrenzyEnv) -> np.ndarray:
     w = len(env.wait_options)
     mask = np.zeros(1 + w + (q + r) * p, dtype=bool)
     mask[0] = sim.done or sim.has_pending_events()  # "wait" stays legal at the end
-    mask[1 : 1 + w] = not sim.done  # the timed waits
+    mask[1 : 1 + w] = sim.has_pending_events() and not sim.done  # the timed waits
     strategy = sim.config.placement
 
     def fits(job: int, plan: int, free: np.ndarray) -> bool:

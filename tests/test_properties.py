@@ -55,7 +55,7 @@ def expected_mask(env: FrenzyEnv) -> np.ndarray:
     w = len(env.wait_options)
     mask = np.zeros(1 + w + q * p + r * p, dtype=bool)
     mask[0] = sim.done or sim.has_pending_events()  # "wait" stays legal at the end
-    mask[1 : 1 + w] = not sim.done  # the timed waits
+    mask[1 : 1 + w] = sim.has_pending_events() and not sim.done  # the timed waits
     queue = np.array(sim.queue[:q], dtype=np.int64)
     running = np.array(list(sim.running)[:r], dtype=np.int64)  # start order
     assert (queue == env.visible_queue).all() and (running == env.visible_running).all()
