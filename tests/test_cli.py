@@ -31,7 +31,8 @@ def test_every_subcommand_is_registered():
     ],
 )
 def test_a_missing_package_is_one_line_naming_it_and_exit_2(module, words, monkeypatch, capsys):
-    monkeypatch.setitem(sys.modules, module.split(".")[0], None)  # an import of it now fails
+    for name in {module.split(".")[0], module}:  # an import of it now fails, even where it was imported before
+        monkeypatch.setitem(sys.modules, name, None)
     args = argparse.Namespace(command="train")
     assert run_command(lambda _args: importlib.import_module(module), args) == 2
     err = capsys.readouterr().err
