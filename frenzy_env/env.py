@@ -460,11 +460,14 @@ class FrenzyEnv(gym.Env):
         sim = self.sim
         q = self.queue_slots
         if self._queue_key != (sim, sim.queue_version):
-            self._visible_queue = np.fromiter(itertools.islice(sim.queue, q), dtype=np.int64)
+            self._visible_queue = np.fromiter(
+                itertools.islice(sim.queue, q), dtype=np.int64, count=min(q, len(sim.queue))
+            )
             self._queue_key = (sim, sim.queue_version)
         if self._running_key != (sim, sim.running_version):
-            self._visible_running = np.fromiter(
-                itertools.islice(sim.running, self.running_slots), dtype=np.int64
+            self._visible_running = np.fromiter(  # count: numpy allocates once
+                itertools.islice(sim.running, self.running_slots), dtype=np.int64,
+                count=min(self.running_slots, len(sim.running)),
             )
             self._running_key = (sim, sim.running_version)
 
