@@ -17,6 +17,7 @@ step).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
@@ -105,9 +106,8 @@ def _compile(func: Any) -> Any:
         saved = config.CACHE_DIR
         config.CACHE_DIR = str(folder)
         try:
-            return njit(cache=True, nogil=True)(func)
-        except RuntimeError:  # numba found no usable cache locator after all
-            pass
+            with contextlib.suppress(RuntimeError):  # no usable cache locator after all: compiled uncached below
+                return njit(cache=True, nogil=True)(func)
         finally:
             config.CACHE_DIR = saved
     return njit(nogil=True)(func)

@@ -20,8 +20,10 @@ def load_table(seeds: int) -> str:
     rows = ["| env id | cluster | workload | offered load | arrival window (h) | per-type load |", "|" + "---|" * 6]
     for preset in ENV_PRESETS:
         env = FrenzyEnv(cluster=preset.cluster, workload=preset.workload)
-        gen = env._generator
-        reps = [offered_load_detail(gen.generate(s), env.cluster) for s in range(seeds)]
+        reps = []
+        for seed in range(seeds):  # the workload the env draws for each seed, bound to its cluster
+            env.reset(seed=seed)
+            reps.append(offered_load_detail(env.sim.workload, env.cluster))
         load = np.mean([r.offered_load for r in reps])
         window = np.mean([r.window_s for r in reps]) / 3600
         per_type = ", ".join(

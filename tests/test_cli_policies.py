@@ -108,7 +108,7 @@ def test_as_policy_adds_a_reset_only_where_missing():
             return 0, None
 
         def reset(self):
-            pass
+            """Its own reset (nothing to clear)."""
 
     class PredictOnly:
         def predict(self, *a, **k):

@@ -141,8 +141,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(data if cut is None else data[:cut])
         self.close_connection = True
 
-    def log_message(self, *args) -> None:  # quiet
-        pass
+    def log_message(self, *args) -> None:
+        """No request log on stderr."""
 
 
 @pytest.fixture(scope="module")

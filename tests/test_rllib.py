@@ -37,6 +37,7 @@ ENV_KW = {"cluster": "frenzy-testbed", "workload": "synthetic-small", "predictor
 
 #: The RLlib snippet of README.md's "Running on Ray" section, executed verbatim by test_readme_rllib_snippet.
 README_SNIPPET = """\
+# needs the [ray] extra: pip install -e ".[ray]"
 from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
