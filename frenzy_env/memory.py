@@ -30,16 +30,28 @@ measurements (``scripts/validate_memory.py``):
   score terms of eager attention (softmax output, dropout mask and output) which flash attention drops
   (it keeps only the fp32 log-sum-exp). With 2-byte activations, GELU, dropout and ``t = 1`` this is
   their ``34 s b h + 5 a s^2 b``. ``recompute="selective"`` drops the score terms, ``"full"`` keeps only
-  each layer's input; micro-batching with gradient accumulation sizes everything by the micro-batch;
-  pipeline parallelism with the 1F1B schedule keeps ``min(p, micro-batches)`` micro-batches in flight on
-  the first stage (Narayanan et al. 2021, arXiv 2104.04473);
-* the backward working set: the gradients of one layer's activations (twice that under full
-  recomputation, which also rebuilds the layer);
+  each layer's input, ``"op"`` (op-level selective checkpointing, torchtitan's "selective op" policy) keeps
+  the layer input, the attention kernel's output and every second matmul output; ``extra_layer_bytes``
+  adds a framework's own per-layer copies (bytes per token and hidden unit); micro-batching with gradient
+  accumulation sizes everything by the micro-batch; pipeline parallelism with the 1F1B schedule keeps
+  ``min(p, micro-batches)`` micro-batches in flight on the first stage (Narayanan et al. 2021, arXiv
+  2104.04473);
+* the backward working set: the gradients of one layer's activations (twice that under full or op-level
+  recomputation, which also rebuild the layer);
 * the logits and cross-entropy buffer, ``logits_bytes * s b V / t`` on the last stage;
 * overhead: the CUDA context (``include_context``; 1343 MiB as measured by HuggingFace on a V100 with
   PyTorch), a framework constant, and an allocator fragmentation factor on everything that is allocated
   and freed during a step (activations, working set, logits). The last two are fitted (see
   :data:`FRAGMENTATION` and :data:`FRAMEWORK_BYTES`).
+
+Three kinds of number (``kind``, :data:`KINDS`): ``"allocated"`` = model states + activations + working set
++ logits + framework constant (``torch.cuda.max_memory_allocated``); ``"reserved"`` = allocated +
+fragmentation (``max_memory_reserved``); ``"device"`` (the default, and the simulator's out-of-memory truth) =
+reserved + the CUDA context (what nvidia-smi shows). ZeRO stages map frameworks: Megatron's distributed
+optimizer is stage 1 (fp32 master weights and Adam moments sharded, the gradient buffer not), PyTorch FSDP
+full sharding and DeepSpeed stage 3 are stage 3. Validated per kind, framework and feature on published
+measurements from several sources by ``scripts/validate_memory.py`` (leave-one-source-out; see
+:mod:`frenzy_env.calibration` and ``docs/memory/``).
 
 All quantities are bytes; ``batch_size`` is always the global batch ``B`` (``B / dp`` sequences per replica,
 rounded up; a plan with ``dp > B`` is infeasible).
@@ -67,7 +79,10 @@ DEFAULT_METHOD = "extended"
 # measured - context - states = (1 + FRAGMENTATION) * dynamic + FRAMEWORK_BYTES; checked on the other seven
 # cases (A3-A5 and the four llm.c cases C1-C4), none of which was used to fit: signed errors A3 +0.7 %,
 # A4 +6.6 %, A5 +2.3 %, C1 +8.2 %, C2 +8.8 %, C3 +0.8 %, C4 +1.3 % (never under). Reproduce with
-# ``python scripts/validate_memory.py --fit``.
+# ``python scripts/validate_memory.py --fit``. Kept as shipped (they set the simulator's out-of-memory truth):
+# on the 20 published cases of frenzy_env/data/memory_cases.csv (4 sources) they are within -2.7 % .. +6.8 %
+# of every case, and a fit on all 20 cases (frenzy_env.calibration.fit_constants) would give 0.157 and
+# 82.6 MiB; leave-one-source-out validation of that fit: docs/memory/README.md.
 FRAGMENTATION = 0.2081
 FRAMEWORK_BYTES = 134.8 * MiB
 # CUDA context + PyTorch kernels, nvidia-smi, V100 (HuggingFace docs "model_memory_anatomy"): a measured
@@ -96,8 +111,15 @@ PRECISIONS: dict[str, _Precision] = {
     # torch.autocast over fp32 weights: half matmul activations, fp32 residual stream and softmax.
     "amp": _Precision(6.0, 4.0, 8.0, 2.0, 4.0, 4.0, 10.0),
 }
-RECOMPUTE = ("none", "selective", "full")
+RECOMPUTE = ("none", "selective", "op", "full")
+_REBUILDS = ("op", "full")  # recomputation that rebuilds a whole layer in the backward pass
 ATTENTION = ("eager", "flash")
+#: What number the estimate is (``kind`` option), largest first: ``"device"`` -- the device total a tool such
+#: as nvidia-smi shows (the caching allocator's reservation plus the CUDA context); ``"reserved"`` -- the
+#: allocator's peak reservation (``torch.cuda.max_memory_reserved``: allocated plus fragmentation);
+#: ``"allocated"`` -- the peak of live tensors (``torch.cuda.max_memory_allocated``). Always
+#: device >= reserved >= allocated. The simulator's out-of-memory truth is ``"device"`` (the default).
+KINDS = ("device", "reserved", "allocated")
 
 #: Options of ``method="extended"`` and their defaults.
 DEFAULT_OPTIONS: dict[str, object] = {
@@ -114,10 +136,12 @@ DEFAULT_OPTIONS: dict[str, object] = {
     "dropout": None,
     "vocab_logits": True,
     "logits_bytes": None,
+    "extra_layer_bytes": 0.0,
     "include_context": True,
     "context_bytes": CONTEXT_BYTES,
     "framework_bytes": FRAMEWORK_BYTES,
     "fragmentation": FRAGMENTATION,
+    "kind": "device",
 }
 OPTION_NAMES = tuple(DEFAULT_OPTIONS)
 
@@ -185,6 +209,7 @@ def _resolve_options(method: str, options: dict[str, object]) -> dict[str, objec
         raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, got {opts['precision']!r}")
     for k in ("weight_bytes", "grad_bytes", "optimizer_bytes", "logits_bytes"):
         _number(k, opts[k], allow_none=True)
+    _number("extra_layer_bytes", opts["extra_layer_bytes"])
     if isinstance(opts["zero_stage"], bool) or opts["zero_stage"] not in (0, 1, 2, 3):
         raise ConfigError(f"zero_stage must be 0, 1, 2 or 3, got {opts['zero_stage']!r}")
     opts["zero_stage"] = int(opts["zero_stage"])  # type: ignore[call-overload]
@@ -205,6 +230,14 @@ def _resolve_options(method: str, options: dict[str, object]) -> dict[str, objec
     opts["pp"] = _pos_int("pp", opts["pp"])
     for k in ("context_bytes", "framework_bytes", "fragmentation"):
         _number(k, opts[k])
+    if opts["kind"] not in KINDS:
+        raise ConfigError(f"kind must be one of {', '.join(KINDS)}, got {opts['kind']!r}")
+    if opts["kind"] != "device":  # the torch counters see neither the CUDA context ...
+        if options.get("include_context"):
+            raise ConfigError(f"include_context=True contradicts kind={opts['kind']!r} (only 'device' has a context)")
+        opts["include_context"] = False
+        if opts["kind"] == "allocated":  # ... nor, for live tensors, the allocator's fragmentation
+            opts["fragmentation"] = 0.0
     return opts
 
 
@@ -243,7 +276,7 @@ def _coefficients(model: ModelSpec, seq_len: int, opts_key: tuple) -> dict[str, 
     # Replicated across tensor parallelism (split by t only under sequence parallelism): the two norm
     # inputs, the inputs of QKV and of the MLP (norm outputs), the dropout masks after the attention
     # output projection and after the MLP.
-    rep = 2 * en * h + 2 * e * h + 2 * m * h
+    rep = 2 * en * h + 2 * e * h + 2 * m * h + float(o["extra_layer_bytes"]) * h  # + a framework's own copies
     # Split over tensor parallelism: Q, K, V (K and V at kv_heads width); the attention output (input of
     # the output projection); GELU: fc output + GELU output; SwiGLU: gate, up, silu(gate), product.
     mlp = (2 if model.mlp == "gelu" else 4) * e * f
@@ -265,6 +298,11 @@ def _coefficients(model: ModelSpec, seq_len: int, opts_key: tuple) -> dict[str, 
         "score": score,
         "selective_score": flash_stats if o["attention"] == "flash" else 0.0,
         "full_input": en * h,  # the layer input kept by full recomputation (the residual stream)
+        # op-level selective checkpointing (torchtitan's "selective op" policy): keep the layer input, the
+        # attention kernel's output (and flash statistics) and every second matmul output in call order
+        # (q, k, v, out-proj, MLP in (gate, up), MLP out); recompute everything else
+        "op_saved": e * (sum(([h, kv, kv, h] + ([f, f] if model.mlp != "gelu" else [f]) + [h])[0::2]) + h)
+        + (flash_stats if o["attention"] == "flash" else score),
         "emb_tok": m * h,  # embedding dropout mask (the embedding output is the first norm's input)
         "final_tok": en * h + e * h,  # final norm input and output (the head's input)
         "logits_tok": logits_b * v if o["vocab_logits"] else 0.0,
@@ -286,6 +324,8 @@ def _stored_per_layer(c: dict[str, float], recompute: str) -> tuple[float, float
         return c["rep"], c["shard"] + c["score"]
     if recompute == "selective":  # Korthikanti et al.: recompute the attention core, keep the rest
         return c["rep"], c["shard"] + c["selective_score"]
+    if recompute == "op":
+        return c["full_input"], c["op_saved"]
     return c["full_input"], 0.0  # full: only the layer input
 
 
@@ -314,7 +354,7 @@ def _extended_components(
     full_layer = c["rep"] / rd + (c["shard"] + c["score"]) / t  # (P,) bytes per token, nothing recomputed
     sr, ss = _stored_per_layer(c, opts["recompute"])  # type: ignore[arg-type]
     stored_layer = sr / rd + ss / t  # (P,)
-    rc_full = opts["recompute"] == "full"
+    rc_full = opts["recompute"] in _REBUILDS
     working = tok * full_layer * (2.0 if rc_full else 1.0)  # gradients of one layer (+ its rebuild)
     logits = tok * c["logits_tok"] / t
 
@@ -383,7 +423,7 @@ def _closed_form(model: ModelSpec, seq_len: int, opts_key: tuple) -> tuple[float
     c = _coefficients(model, seq_len, opts_key)
     lp = model.layers
     sr, ss = _stored_per_layer(c, o["recompute"])
-    wf = 2.0 if o["recompute"] == "full" else 1.0
+    wf = 2.0 if o["recompute"] in _REBUILDS else 1.0
     x_rep = lp * sr + wf * c["rep"]  # per token, split by t only under sequence parallelism
     x_tp = lp * ss + wf * (c["shard"] + c["score"]) + c["logits_tok"]
     x_0 = c["emb_tok"] + c["final_tok"]
@@ -479,7 +519,7 @@ def _total_layouts(
     sr, ss = _stored_per_layer(c, opts["recompute"])  # type: ignore[arg-type]
     stored_layer = sr / rd + ss / tp
     full_layer = c["rep"] / rd + (c["shard"] + c["score"]) / tp
-    working = tok * full_layer * (2.0 if opts["recompute"] == "full" else 1.0)
+    working = tok * full_layer * (2.0 if opts["recompute"] in _REBUILDS else 1.0)
     logits = tok * c["logits_tok"] / tp
     zero = int(opts["zero_stage"])  # type: ignore[call-overload]
     per_param = (
@@ -595,10 +635,12 @@ def estimate_memory(
     See the module docstring for both methods and :data:`DEFAULT_OPTIONS` for the extended options:
     ``precision`` ("fp16" default, "bf16", "fp32", "amp"), ``weight_bytes`` / ``grad_bytes`` /
     ``optimizer_bytes`` (per parameter, override the precision), ``zero_stage`` (0-3), ``recompute``
-    ("none", "selective", "full"), ``sequence_parallel``, ``micro_batch`` (None: the whole per-replica
+    ("none", "selective", "op", "full"), ``sequence_parallel``, ``micro_batch`` (None: the whole per-replica
     batch, no gradient accumulation), ``pp`` (pipeline stages, 1F1B), ``attention`` ("eager", "flash"),
     ``dropout`` (None: on for GELU models), ``vocab_logits`` (False for a classification head),
-    ``logits_bytes``, ``include_context``, ``context_bytes``, ``framework_bytes``, ``fragmentation``.
+    ``logits_bytes``, ``extra_layer_bytes``, ``include_context``, ``context_bytes``, ``framework_bytes``,
+    ``fragmentation``, ``kind`` ("device" default: the device total with the CUDA context; "reserved": the
+    caching allocator's peak; "allocated": the peak of live tensors).
     ``method="frenzy"`` takes no options.
 
     Raises
