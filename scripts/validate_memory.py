@@ -1,29 +1,30 @@
-"""Predicted vs measured peak GPU memory, both MARP methods side by side.
+"""Predicted vs measured peak GPU memory, both MARP methods side by side, and the calibration's validation.
 
-1. Published measurements: every row of a calibration-format CSV (default ``memory/calibration.csv`` of the
-   shared data folder, :func:`frenzy_env.paths.shared_data_dir`, when present). For each case it prints
+1. Published measurements: every row of a calibration-format CSV (default: the shipped
+   ``frenzy_env/data/memory_cases.csv``, 20 cases from 4 independent sources; the shared
+   ``memory/calibration.csv`` and older files of its narrower format work too). For each case it prints
    the measured MiB, the "frenzy" and "extended" predictions, the signed relative error
    ``(pred - meas) / meas`` and the accuracy ``1 - |pred - meas| / meas``, and whether the case was used to fit
    the extended estimator's constants. ``--fit`` re-derives those constants from the fitted cases.
+   Each case is predicted as the KIND of number its source measured (``kind`` column: allocated, reserved
+   or device total; see :data:`frenzy_env.memory.KINDS`).
+1b. Leave-one-source-out validation (``--loso``, on by default when the CSV has two or more sources): for
+   each source, the constants are fitted on all other sources (:func:`frenzy_env.calibration.fit_constants`)
+   and the held-out source is predicted; printed per case, per source and per framework feature (framework,
+   kind, ZeRO stage, recomputation, attention kernel, tensor parallelism), signed (+ over, - under), for
+   two procedures: fragmentation and framework constant both fitted, and fragmentation alone with the
+   shipped framework constant.
 2. Own measurements, where CUDA is available: real training steps of GPT-2-shaped models built with torch
    from random weights (nothing is downloaded) over a grid of batch, sequence, heads and recomputation;
-   ``torch.cuda.max_memory_allocated`` / ``max_memory_reserved`` against the prediction (no CUDA context: the
-   torch counters do not include it). On a CPU-only machine this part is skipped, and the script says so.
+   ``torch.cuda.max_memory_allocated`` / ``max_memory_reserved`` against the prediction of the same kind
+   (``kind="allocated"`` / ``kind="reserved"``: the torch counters do not include the CUDA context). On a
+   CPU-only machine this part is skipped, and the script says so.
 
-How each CSV row maps to estimator options (the ``metric`` column differs per row):
+How each CSV row maps to estimator options: :func:`frenzy_env.calibration.calibration_case` (the ``kind``
+column, or for older files the ``metric`` column; the ``framework`` column through
+:data:`frenzy_env.calibration.FRAMEWORKS`; ZeRO stage, recomputation and attention from their columns).
 
-- ``nvidia-smi used (includes N MiB CUDA context)``: ``include_context=True, context_bytes=N MiB``.
-- ``static allocation per GPU (llm.c)``: what llm.c allocates up front, no CUDA context, no caching
-  allocator. llm.c (karpathy/llm.c, PR 309 era) keeps bf16 weights and bf16 gradients with fp32 master
-  weights and Adam moments (``grad_bytes=2``: 16 B/param), has no dropout, computes the loss in place in one
-  bf16 logits buffer (``logits_bytes=2``) and, at these sizes, must use cuDNN flash attention (an eager
-  ``s^2`` buffer would alone exceed the measured total of C1).
-- ``PyTorch max reserved``: ``include_context=False``.
-- encoder rows (HuggingFace docs, bert-large-uncased): the docs train ``AutoModelForSequenceClassification``,
-  so there is no vocabulary logits buffer (``vocab_logits=False``).
-- ``precision``: fp32 -> "fp32", amp-fp16 / amp-bf16 -> "amp" (torch.autocast), bf16 -> "bf16", fp16 -> "fp16".
-
-Usage: ``python scripts/validate_memory.py [CSV] [--fit] [--no-cuda] [--json OUT]``.
+Usage: ``python scripts/validate_memory.py [CSV] [--fit] [--loso | --no-loso] [--no-cuda] [--json OUT]``.
 """
 
 from __future__ import annotations
@@ -31,17 +32,26 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
-from frenzy_env.calibration import FITTED_CASES, calibration_case, load_cases, predict_case
+from frenzy_env import calibration
+from frenzy_env.calibration import (
+    CASES_CSV,
+    FEATURES,
+    FITTED_CASES,
+    calibration_case,
+    error_table,
+    leave_one_source_out,
+    load_cases,
+    predict_case,
+)
 from frenzy_env.memory import MiB, estimate_memory
 from frenzy_env.models import custom_model
-from frenzy_env.paths import shared_data_dir
 
-SHARED = shared_data_dir()
-DEFAULT_CSV = SHARED / "memory" / "calibration.csv" if SHARED is not None else None
+DEFAULT_CSV = CASES_CSV
 # the case mapping lives in the package (frenzy reproduce uses it too)
 row_to_case = calibration_case
 load_rows = load_cases
@@ -74,6 +84,8 @@ def validate_csv(path: Path) -> list[dict[str, object]]:
             "case": row["case"],
             "model": row["model"],
             "metric": row["metric"],
+            "kind": row["kind"],
+            "source_id": row["source_id"],
             "measured_mib": meas,
             "fitted": row["case"] in FITTED_CASES,
         }
@@ -88,14 +100,14 @@ def validate_csv(path: Path) -> list[dict[str, object]]:
 
 def print_csv_report(recs: list[dict[str, object]]) -> None:
     hdr = (
-        f"{'case':<5}{'model':<20}{'measured':>10}{'frenzy':>10}{'err':>8}{'acc':>7}"
+        f"{'case':<5}{'source':<12}{'kind':<10}{'measured':>10}{'frenzy':>10}{'err':>8}{'acc':>7}"
         f"{'extended':>10}{'err':>8}{'acc':>7}  fit"
     )
     print(hdr)
     print("-" * len(hdr))
     for r in recs:
         print(
-            f"{r['case']:<5}{str(r['model'])[:19]:<20}{r['measured_mib']:>10.0f}"
+            f"{r['case']:<5}{str(r['source_id'])[:11]:<12}{str(r['kind']):<10}{r['measured_mib']:>10.0f}"
             f"{r['frenzy_mib']:>10.0f}{r['frenzy_err']:>+8.1%}{r['frenzy_acc']:>7.1%}"
             f"{r['extended_mib']:>10.0f}{r['extended_err']:>+8.1%}{r['extended_acc']:>7.1%}"
             f"  {'fit' if r['fitted'] else ''}"
@@ -111,6 +123,42 @@ def print_csv_report(recs: list[dict[str, object]]) -> None:
             f"most negative error on any case {under:+.1%} (target >= -5%)"
         )
         print(f"mean accuracy: frenzy {mean_fr:.1%}, extended {mean_ex:.1%}")
+
+
+# ------------------------------------------------------------------------------ leave one source out
+PROCEDURES = {
+    "fragmentation + framework constant": calibration.fit_constants,
+    "fragmentation only (shipped framework constant)": partial(calibration.fit_constants, fit_framework=False),
+}
+
+
+def _fmt_table(table: list[dict[str, object]], by: str) -> list[str]:
+    lines = [f"  {by:<18}{'n':>3}{'mean':>8}{'most under':>12}{'most over':>11}"]
+    for t in table:
+        lines.append(
+            f"  {str(t[by])[:17]:<18}{t['n']:>3}{float(t['mean']):>+8.1%}"
+            f"{float(t['min']):>+12.1%}{float(t['max']):>+11.1%}"
+        )
+    return lines
+
+
+def loso_report(rows: list[dict[str, str]]) -> dict[str, list[dict[str, object]]]:
+    """Print the leave-one-source-out tables of every procedure; returns the per-case records."""
+    out = {}
+    for name, fit in PROCEDURES.items():
+        recs = leave_one_source_out(rows, fit=fit)
+        out[name] = recs
+        print(f"== leave-one-source-out, fitting {name}: signed error (pred - meas) / meas of each held-out case")
+        consts = {r["source_id"]: (r["fragmentation"], r["framework_mib"]) for r in recs}
+        for src, (f, c) in consts.items():
+            cases = " ".join(f"{r['case']} {float(r['err']):+.1%}" for r in recs if r["source_id"] == src)
+            print(f"  held out {src:<12} (fit on the rest: f={f:.3f}, c={c:.1f} MiB): {cases}")
+        for by in ("source_id", *FEATURES):
+            print("\n".join(_fmt_table(error_table(recs, by), by)))
+        worst = max(abs(float(r["err"])) for r in recs)
+        under = min(float(r["err"]) for r in recs)
+        print(f"  worst |error| {worst:.1%} (target <= 10%); most under {under:+.1%} (target >= -5%)")
+    return out
 
 
 # ------------------------------------------------------------------------------------ own CUDA runs
@@ -245,16 +293,13 @@ def measure_cuda(quick: bool = False, steps: int = 3) -> list[dict[str, object]]
             heads=cfg["heads"],
             max_seq_len=cfg["seq"],
         )
-        ext = (
+        ext, ext_alloc = (
             estimate_memory(
-                spec,
-                batch_size=cfg["batch"],
-                seq_len=cfg["seq"],
-                precision=cfg["precision"],
-                recompute=cfg["recompute"],
-                include_context=False,
+                spec, batch_size=cfg["batch"], seq_len=cfg["seq"], precision=cfg["precision"],
+                recompute=cfg["recompute"], kind=kind,
             ).total_bytes
             / MiB
+            for kind in ("reserved", "allocated")
         )
         fr = (
             estimate_memory(spec, batch_size=cfg["batch"], seq_len=cfg["seq"], method="frenzy").total_bytes
@@ -266,8 +311,10 @@ def measure_cuda(quick: bool = False, steps: int = 3) -> list[dict[str, object]]
                 "allocated_mib": alloc,
                 "reserved_mib": reserved,
                 "extended_mib": ext,
+                "extended_allocated_mib": ext_alloc,
                 "frenzy_mib": fr,
                 "extended_err": (ext - reserved) / reserved,
+                "extended_allocated_err": (ext_alloc - alloc) / alloc,
                 "frenzy_err": (fr - reserved) / reserved,
             }
         )
@@ -278,13 +325,14 @@ def measure_cuda(quick: bool = False, steps: int = 3) -> list[dict[str, object]]
 def print_cuda_report(recs: list[dict[str, object]]) -> None:
     print(
         f"{'h':>5}{'l':>4}{'a':>4}{'B':>4}{'s':>6} {'recomp':<10}{'prec':<6}{'alloc':>8}{'reserved':>9}"
-        f"{'frenzy':>8}{'err':>8}{'extended':>9}{'err':>8}"
+        f"{'frenzy':>8}{'err':>8}{'extended':>9}{'err':>8}{'ext alloc':>10}{'err':>8}"
     )
     for r in recs:
         print(
             f"{r['hidden']:>5}{r['layers']:>4}{r['heads']:>4}{r['batch']:>4}{r['seq']:>6} {r['recompute']:<10}"
             f"{r['precision']:<6}{r['allocated_mib']:>8.0f}{r['reserved_mib']:>9.0f}{r['frenzy_mib']:>8.0f}"
             f"{r['frenzy_err']:>+8.1%}{r['extended_mib']:>9.0f}{r['extended_err']:>+8.1%}"
+            f"{r['extended_allocated_mib']:>10.0f}{r['extended_allocated_err']:>+8.1%}"
         )
 
 
@@ -293,6 +341,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("csv", nargs="?", type=Path, default=DEFAULT_CSV, help="calibration-format CSV")
     ap.add_argument(
         "--fit", action="store_true", help="re-derive the fitted constants from " + ",".join(FITTED_CASES)
+    )
+    ap.add_argument(
+        "--loso", action=argparse.BooleanOptionalAction, default=None,
+        help="leave-one-source-out validation (default: on when the CSV has two or more sources)",
     )
     ap.add_argument("--no-cuda", action="store_true", help="skip the torch measurements")
     ap.add_argument("--quick", action="store_true", help="smaller CUDA grid")
@@ -311,6 +363,12 @@ def main(argv: list[str] | None = None) -> int:
         recs = validate_csv(args.csv)
         print_csv_report(recs)
         results["calibration"] = recs
+        n_sources = len({r["source_id"] for r in rows})
+        if args.loso or (args.loso is None and n_sources >= 2):
+            f, c = calibration.fit_constants(rows)
+            print(f"fit on all {len(rows)} cases ({n_sources} sources): fragmentation {f:.4f}, "
+                  f"framework {c / MiB:.1f} MiB")
+            results["loso"] = loso_report(rows)
     else:
         where = args.csv if args.csv is not None else "memory/calibration.csv of the shared data folder"
         print(f"== published measurements: {where} not found, skipped")
@@ -323,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
             print("== own CUDA measurements: skipped (no CUDA device on this machine)")
         else:
             print(
-                "== own CUDA measurements (torch, random-weight GPT-2-shaped models; errors vs max reserved)"
+                "== own CUDA measurements (torch, random-weight GPT-2-shaped models; errors vs max reserved, allocated)"
             )
             print_cuda_report(cuda)
             results["cuda"] = cuda
