@@ -45,8 +45,9 @@ SUMMARY_METRICS = (
 """Episode metrics summarised over seeds. Every name says its unit: ``_h`` hours, ``_frac`` a fraction in
 [0, 1], ``_ms`` milliseconds, ``gpu_hours`` GPU-hours (``lost_gpu_hours``: those held by attempts that failed
 with out-of-memory; ``overhead_gpu_hours``: those the other attempts held before their first iteration, in
-start-up, checkpoint write and load); ``offered_load_ratio`` is the episode workload's offered load on the cluster, a ratio
-(:mod:`frenzy_env.workload.load`); ``ooms``, ``restarts``, ``rejected`` and ``invalid_actions`` are counts."""
+start-up, checkpoint write and load); ``offered_load_ratio`` is the episode workload's offered load on the
+cluster, a ratio (:mod:`frenzy_env.workload.load`); ``ooms``, ``restarts``, ``rejected`` and ``invalid_actions``
+are counts."""
 FEW_SEEDS = 3
 """Below this many seeds a t-interval is reported with a warning (:func:`interval_note`)."""
 
@@ -265,7 +266,8 @@ def summary_markdown(summary: pd.DataFrame, metrics: tuple[str, ...] = SUMMARY_M
         lines.append("| " + " | ".join(cells) + " |")
     notes = [
         "Units in the names: _h hours, _frac a fraction of 1, _ms milliseconds, gpu_hours GPU-hours (lost_gpu_hours: "
-        "held by out-of-memory attempts; overhead_gpu_hours: in start-up and restarts); _ratio a ratio (offered_load_ratio: of the cluster's capacity); the others "
+        "held by out-of-memory attempts; overhead_gpu_hours: in start-up and restarts); _ratio a ratio "
+        "(offered_load_ratio: of the cluster's capacity); the others "
         "are counts. ± is the 95% CI half-width (t distribution over the n seeds).",
     ]
     note = interval_note(summary)
