@@ -368,20 +368,21 @@ class DoublingPolicy(ScriptedPolicy):
         """When the policy must act although nothing happens in the simulator (inf: never): the earliest end
         of an exploration step, or end of start-up of a job whose resize is waiting for it. ``action``, about
         to be taken: a start or resize of an exploring job begins a step, which ends ``explore_time`` after its
-        start-up (``startup_time``, plus ``restart_overhead`` for a resize)."""
+        start-up (``view.startup_seconds``, ``view.restart_seconds`` for a resize)."""
         view, env = self.view, self.env
         running, now = view.running, view.now
         due = float("inf")
         if self.exploring and action is not None and action >= env.first_start:
-            cfg = view.config
             if action < env.first_resize:
-                j = int(env.visible_queue[(action - env.first_start) // view.num_plans])
-                extra = 0.0
+                j, plan = divmod(action - env.first_start, view.num_plans)
+                j = int(env.visible_queue[j])
+                delay = view.startup_seconds(j, plan)
             else:
-                j = int(env.visible_running[(action - env.first_resize) // view.num_plans])
-                extra = cfg.restart_overhead
+                j, plan = divmod(action - env.first_resize, view.num_plans)
+                j = int(env.visible_running[j])
+                delay = view.restart_seconds(j, plan)
             if j in self.exploring:  # the simulator's own sum: the wake-up falls exactly on the step's end
-                due = now + cfg.startup_time + extra + self.explore_time
+                due = now + delay + self.explore_time
         for j in self.exploring:
             run = running.get(j)
             if run is not None and run.progress_from + self.explore_time > now:  # (not ended: just acted on)

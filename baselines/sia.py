@@ -18,7 +18,7 @@ What it does, as the paper describes it, mapped onto this environment:
 * The goodput matrix is **normalised per job** by the job's smallest candidate goodput (its row minimum is 1).
 * **Restart factor**: for a running job, every configuration other than its current one is scaled by
   Pollux's re-allocation factor ``max(age - restarts * penalty, 0) / (age + penalty)`` (1 while
-  ``age < penalty``), with ``penalty`` = the simulator's restart cost (``restart_overhead + startup_time``)
+  ``age < penalty``), with ``penalty`` = the simulator's restart cost of the job (``view.restart_seconds``)
   and ``age`` = seconds since submission.
 * **Utility** ``goodput ** p`` with ``p = -0.5``. With ``p < 0`` Sia minimises the summed utility; a job given
   no configuration counts as goodput ``1e-4`` (Sia's ``ZERO_ALLOC_GAIN``), so the solver prefers giving every
@@ -137,7 +137,7 @@ class SiaPolicy(ScriptedPolicy):
     env: the environment. round_s: round length in simulated seconds (60). p: utility exponent (-0.5).
     requested_only: only configurations with the job's requested GPU count (False: any count).
     restart_penalty: seconds a re-allocation costs in the restart factor (default: the simulator's
-        ``restart_overhead + startup_time``). time_limit: HiGHS time limit per round, seconds.
+        ``view.restart_seconds`` of the job on its plan). time_limit: HiGHS time limit per round, seconds.
     """
 
     name = "sia"
@@ -248,13 +248,13 @@ class SiaPolicy(ScriptedPolicy):
         pos = np.where(raw > 0, raw, np.inf)
         row_min = pos.min(axis=1, keepdims=True)
         good = np.where(raw > 0, raw / np.where(np.isfinite(row_min), row_min, 1.0), 0.0)
-        cfg = view.config
-        penalty = cfg.restart_overhead + cfg.startup_time if self.restart_penalty is None else self.restart_penalty
         running_jobs, now = view.running, view.now
         for row, j in enumerate(jobs.tolist()):
             run = running_jobs.get(j)
             if run is None:
                 continue
+            # the simulator's restart cost of this job (restart on a plan of its current shape)
+            penalty = view.restart_seconds(j, run.plan) if self.restart_penalty is None else self.restart_penalty
             age = now - float(view.submit[j])
             restarts = int(view.job_restarts[j])
             factor = 1.0 if age < penalty else max(age - restarts * penalty, 0.0) / (age + penalty)

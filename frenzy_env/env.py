@@ -109,7 +109,8 @@ class FrenzyEnv(gym.Env):
     as the first workload's jobs, every job within reach), ``running_slots`` (64, or ``"all"``),
     ``wait_options`` ((60, 600, 3600) seconds; ``()`` for none), ``reward_scale`` (3600.0),
     ``invalid_action_penalty`` (0.1), ``max_steps`` (None), ``render_mode`` ("ansi" | "rgb_array"), and any
-    :class:`SimConfig` field (``startup_time``, ``restart_overhead``, ``oom_delay``, ``max_plan_gpus``,
+    :class:`SimConfig` field (``startup_time``, ``restart_overhead``, ``checkpoint_bandwidth``,
+    ``load_bandwidth``, ``oom_delay``, ``max_plan_gpus``,
     ``placement``, ``work_info``, ``work_noise``, ``utilisation``). Unknown keywords raise
     :class:`ConfigError`. Window sizes: on the shipped ITP week under Frenzy more than 64 jobs wait at 2% of
     decisions and more than 64 run at none (at 32 and 16 slots: 8.5% and 76%).

@@ -38,14 +38,16 @@ its start or resize (``start_time_s``; iterations from ``progress_from_s``) to i
 while running) with its ``outcome`` ("finished", "oom", "resized", "preempted" or "running"); ``gpus`` is the
 tuple of the cluster's GPU indices it held, ``attempt`` its number among the job's attempts (0, 1, ...)."""
 SUMMARY_METRICS = (
-    "offered_load_ratio", "avg_jct_h", "p95_jct_h", "makespan_h", "gpu_hours", "lost_gpu_hours", "utilisation_frac",
-    "ooms", "restarts", "rejected",
+    "offered_load_ratio", "avg_jct_h", "p95_jct_h", "makespan_h", "gpu_hours", "lost_gpu_hours", "overhead_gpu_hours",
+    "utilisation_frac", "ooms", "restarts", "rejected",
     "invalid_actions", "latency_median_ms", "latency_p99_ms",
 )
 """Episode metrics summarised over seeds. Every name says its unit: ``_h`` hours, ``_frac`` a fraction in
 [0, 1], ``_ms`` milliseconds, ``gpu_hours`` GPU-hours (``lost_gpu_hours``: those held by attempts that failed
-with out-of-memory); ``offered_load_ratio`` is the episode workload's offered load on the cluster, a ratio
-(:mod:`frenzy_env.workload.load`); ``ooms``, ``restarts``, ``rejected`` and ``invalid_actions`` are counts."""
+with out-of-memory; ``overhead_gpu_hours``: those the other attempts held before their first iteration, in
+start-up, checkpoint write and load); ``offered_load_ratio`` is the episode workload's offered load on the
+cluster, a ratio (:mod:`frenzy_env.workload.load`); ``ooms``, ``restarts``, ``rejected`` and ``invalid_actions``
+are counts."""
 FEW_SEEDS = 3
 """Below this many seeds a t-interval is reported with a warning (:func:`interval_note`)."""
 
@@ -264,7 +266,8 @@ def summary_markdown(summary: pd.DataFrame, metrics: tuple[str, ...] = SUMMARY_M
         lines.append("| " + " | ".join(cells) + " |")
     notes = [
         "Units in the names: _h hours, _frac a fraction of 1, _ms milliseconds, gpu_hours GPU-hours (lost_gpu_hours: "
-        "held by out-of-memory attempts); _ratio a ratio (offered_load_ratio: of the cluster's capacity); the others "
+        "held by out-of-memory attempts; overhead_gpu_hours: in start-up and restarts); _ratio a ratio "
+        "(offered_load_ratio: of the cluster's capacity); the others "
         "are counts. ± is the 95% CI half-width (t distribution over the n seeds).",
     ]
     note = interval_note(summary)

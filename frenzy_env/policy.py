@@ -120,7 +120,11 @@ class SimView:
     * ``submit`` (J,) arrival times; ``work`` (J,) true iterations (oracles only); ``work_estimate`` (J,)
       what schedulers may know of it;
     * ``pred_ok``, ``layout_tp``, ``iter_time`` (J, P): the predictor admits the plan, its tensor-parallel
-      degree, seconds per iteration (consolidated placement; inf where no layout exists).
+      degree, seconds per iteration (consolidated placement; inf where no layout exists);
+    * ``startup_seconds(job, plan)``: seconds from a start on the plan to the first iteration;
+      ``restart_seconds(job, plan)``: the same for a resize of a running job onto the plan (restart overhead,
+      checkpoint write on its current plan, then start-up); the cost model of
+      :class:`~frenzy_env.simulator.SimConfig`.
 
     The state now (read through to the simulator at each access). The arrays are the simulator's own, which
     it updates in place: **do not mutate** ``status``, ``done_iters``, ``oom_known``, ``job_restarts``,
@@ -141,7 +145,8 @@ class SimView:
     __slots__ = (
         "_sim", "num_jobs", "num_plans", "num_types", "jobs", "cluster", "config", "gpu_types", "plan_type",
         "plan_count", "plan_counts_levels", "max_node_gpus", "submit", "work", "work_estimate", "pred_ok",
-        "layout_tp", "iter_time", "available_plans", "next_event_time", "has_pending_events",
+        "layout_tp", "iter_time", "available_plans", "next_event_time", "has_pending_events", "startup_seconds",
+        "restart_seconds",
     )
 
     if TYPE_CHECKING:
@@ -166,6 +171,8 @@ class SimView:
         def available_plans(self, jobs: np.ndarray) -> np.ndarray: ...
         def next_event_time(self) -> float: ...
         def has_pending_events(self) -> bool: ...
+        def startup_seconds(self, job: int, plan: int) -> float: ...
+        def restart_seconds(self, job: int, plan: int) -> float: ...
 
     def __init__(self, sim: ClusterSimulator) -> None:
         put = object.__setattr__
@@ -173,7 +180,7 @@ class SimView:
         # constants, and the simulator's bound methods themselves (a method of the view would cost a frame)
         for name in (
             "num_jobs", "num_plans", "num_types", "jobs", "cluster", "config", "gpu_types", "available_plans",
-            "next_event_time", "has_pending_events",
+            "next_event_time", "has_pending_events", "startup_seconds", "restart_seconds",
         ):
             put(self, name, getattr(sim, name))
         for name in (

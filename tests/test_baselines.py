@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -23,6 +25,7 @@ def _play(env: FrenzyEnv, policy, max_steps: int = 10_000) -> dict:
 
 A100_3x8 = ClusterSpec.from_counts("t3", {"A100-80GB": (3, 8)}, reference_gpu_type="A100-80GB")
 A100_1x8 = ClusterSpec.from_counts("t1", {"A100-80GB": (1, 8)}, reference_gpu_type="A100-80GB")
+FLAT = {"checkpoint_bandwidth": math.inf, "load_bandwidth": math.inf}  # the flat start-up of env v2
 
 
 # ----------------------------------------------------------------------------------------------- registry
@@ -99,14 +102,15 @@ def test_asrpt_three_job_order_and_start_times(make_job, make_env):
 
     Virtual SRPT: A runs 0-20 (B's 95 > A's 90 left at t=10); C (50) preempts A (80 left) at 20 and completes
     at 70; A completes at 150; B at 245. Release order C, A, B, each at its virtual completion (the default
-    timer release). Real (startup 30 s, run = virtual work, each job on all 8 GPUs): C starts 70, ends 150; A
-    starts 150, ends 280; B (released at 245) starts when A is done, 280, ends 405.
+    timer release). Real (startup 30 s flat: infinite bandwidths, no model-size part; run = virtual work, each job
+    on all 8 GPUs): C starts 70, ends 150; A starts 150, ends 280; B (released at 245) starts when A is done,
+    280, ends 405.
     """
     probe = make_env(A100_1x8, [make_job(0, 0, 1, requested_gpus=8)])
     alpha = float(probe.sim.iter_time[0, probe.sim.plan_index("A100-80GB", 8)])
     works = {"A": 100.0, "B": 95.0, "C": 50.0}
     jobs = [make_job(i, t, works[k] / alpha, requested_gpus=8) for i, (t, k) in enumerate(zip((0, 10, 20), "ABC"))]
-    env = make_env(A100_1x8, jobs)
+    env = make_env(A100_1x8, jobs, **FLAT)
     policy = make_policy("asrpt", env, predictor="perfect")
     info = _play(env, policy)
     assert info["metrics"]["finished"] == 3
@@ -118,7 +122,7 @@ def test_asrpt_three_job_order_and_start_times(make_job, make_env):
                                atol=1e-6)
     # lookahead (env v0's default): at t=20 nothing else can happen before the releases, so all three are
     # released then: C starts 20, ends 100; A starts 100, ends 230; B starts 230, ends 355
-    env = make_env(A100_1x8, jobs)
+    env = make_env(A100_1x8, jobs, **FLAT)
     _play(env, make_policy("asrpt", env, predictor="perfect", release="lookahead"))
     rec = env.sim.records
     np.testing.assert_allclose([rec[2].start_time, rec[0].start_time, rec[1].start_time], [20, 100, 230], atol=1e-6)

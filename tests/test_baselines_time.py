@@ -16,6 +16,8 @@ from frenzy_env.env import FrenzyEnv
 
 A100_2x64 = ClusterSpec.from_counts("x", {"A100-80GB": (2, 64)})
 A100_1x8 = ClusterSpec.from_counts("t1", {"A100-80GB": (1, 8)}, reference_gpu_type="A100-80GB")
+# the flat start-up of env v2 (no model-size part): these tests pin the policies' timers to round numbers
+FLAT = {"checkpoint_bandwidth": math.inf, "load_bandwidth": math.inf}
 
 
 def _run(env: FrenzyEnv, policy, max_steps: int = 100_000) -> tuple[dict, list[tuple[float, int]]]:
@@ -114,7 +116,7 @@ def test_doubling_exploration_steps_last_their_stated_time(make_job, make_env):
     iteration 230), at 290 to 8 GPUs (first iteration 330), and at 330 + E = 390 the last step ends: the speed
     model is fitted from the four measurements. (Before timers each step lasted until the next event, here the
     job's finish: one size only.)"""
-    env = make_env(A100_1x8, [make_job(0, 0, 3e5)], startup_time=30.0, restart_overhead=10.0)
+    env = make_env(A100_1x8, [make_job(0, 0, 3e5)], startup_time=30.0, restart_overhead=10.0, **FLAT)
     policy = make_policy("doubling", env, strategy="exploratory", explore_time=60.0)
     fitted_at: list[float] = []
     act = policy.act
@@ -143,7 +145,7 @@ def test_doubling_resizes_a_starting_job_at_the_end_of_its_start_up(make_job, ma
     starts on the GPUs it frees (before timers: at the next event, job 0's finish, 4 h later)."""
     cluster = ClusterSpec.from_counts("h", {"A100-80GB": (1, 8), "V100-32GB": (1, 1)}, reference_gpu_type="A100-80GB")
     env = make_env(cluster, [make_job(0, 0, 2e5), make_job(1, 10, 2e5)], startup_time=30.0,
-                   queue_slots="all", running_slots="all")
+                   queue_slots="all", running_slots="all", **FLAT)
     policy = make_policy("doubling", env)
     _, decisions = _run(env, policy)
     sim = env.sim

@@ -189,7 +189,7 @@ def test_resize_is_stop_then_launch(placement):
             twin.restarts += 1
             twin.records[job].restarts += 1
             twin.restart_count[job] += 1
-            twin._launch(job, plan, placed, done, twin.config.restart_overhead)
+            twin._launch(job, plan, placed, done, twin._row_save_l[twin._row_key_l[job]][run.plan])  # overhead + write
             assert sim.resize(job, plan)
             assert _state(sim) == _state(twin)
         elif sm.any() and rng.random() < 0.8:

@@ -21,6 +21,8 @@ from frenzy_env.observation import GLOBAL_FEATURES, QUEUE_FEATURES, RUNNING_FEAT
 from frenzy_env.workload import JobSpec, Workload
 
 STARTUP = 30.0
+# the flat start-up of env v2 (no model-size part), so that start-up is STARTUP exactly in the hand values
+FLAT = {"checkpoint_bandwidth": math.inf, "load_bandwidth": math.inf}
 JOBS = (  # submit, batch, seq, iterations, requested GPUs
     (0.0, 8, 1024, 20000.0, 1),
     (0.0, 16, 512, 20000.0, 2),
@@ -46,7 +48,8 @@ def env() -> FrenzyEnv:
         for i, (submit, batch, seq, iters, req) in enumerate(JOBS)
     ]
     return FrenzyEnv(
-        cluster=cluster, workload=Workload("golden", jobs), queue_slots=3, running_slots=2, startup_time=STARTUP
+        cluster=cluster, workload=Workload("golden", jobs), queue_slots=3, running_slots=2, startup_time=STARTUP,
+        **FLAT,
     )
 
 
@@ -211,7 +214,7 @@ def test_waiting_jobs_by_hand(env: FrenzyEnv) -> None:
     )
     # one queue slot fewer than jobs: the backlog counts the job beyond the window
     env2 = FrenzyEnv(cluster=env.cluster, workload=env.unwrapped.sim.workload, queue_slots=2, running_slots=2,
-                     startup_time=STARTUP)
+                     startup_time=STARTUP, **FLAT)
     env2.reset(seed=0)
     obs2, *_ = env2.step(0)
     assert dict(zip(GLOBAL_FEATURES, obs2["globals"]))["backlog"] == pytest.approx(math.log1p(1) / 10.0)

@@ -146,7 +146,8 @@ def test_oom_attempt_holds_gpus_for_the_modelled_time(make_job, make_workload):
     first_step = float(sim.iter_time[0, plan])
     assert sim.start(0, plan)
     sim.advance()
-    held = 20.0 + first_step + 7.0
+    load = 12.0 * model.num_params / 2.5e9  # the model states read on the plan's one node (SimConfig defaults)
+    held = 20.0 + load + first_step + 7.0
     assert sim.records[0].oom_failures == 1
     assert [(a.outcome, a.start_time) for a in sim.attempts] == [("oom", 0.0)]
     assert sim.attempts[0].end_time == pytest.approx(held)

@@ -15,6 +15,11 @@ from frenzy_env.models import get_model
 from frenzy_env.simulator import DONE, QUEUED, REJECTED, RUNNING, ClusterSimulator, SimConfig
 
 
+def _load_s(model: str = "gpt2", nodes: int = 1) -> float:
+    """Seconds to read a model's states (12 bytes per parameter) at SimConfig's 2.5e9 B/s per node."""
+    return 12.0 * get_model(model).num_params / (2.5e9 * nodes)
+
+
 @pytest.fixture
 def sim(tiny_cluster, tiny_workload):
     return ClusterSimulator(tiny_cluster, tiny_workload, SimConfig(startup_time=30.0, restart_overhead=10.0))
@@ -60,12 +65,13 @@ def test_hand_computed_schedule(sim):
     assert sim.advance() == 10.0  # job 2 arrives at 20 and cannot start: no GPU free
     assert not sim.start(2, p1)
     assert sim.start_mask(np.array([2])).sum() == 0
-    f0 = 0.0 + 30.0 + 1000.0 * it4
-    f1 = 10.0 + 30.0 + 2000.0 * it4
+    start = 30.0 + _load_s()  # start-up: fixed 30 s + the gpt2 states read on one node
+    f0 = 0.0 + start + 1000.0 * it4
+    f1 = 10.0 + start + 2000.0 * it4
     sim.advance()
     assert sim.now == pytest.approx(f0) and sim.status[0] == DONE
     assert sim.start(2, p1)
-    f2 = f0 + 30.0 + 500.0 * it1
+    f2 = f0 + start + 500.0 * it1
     while not sim.done:
         sim.advance()
     fins = [r.finish_time for r in sim.records]
@@ -83,16 +89,18 @@ def test_resize_pays_overhead_and_keeps_progress(tiny_cluster, tiny_workload):
     sim = ClusterSimulator(tiny_cluster, tiny_workload, SimConfig(startup_time=5.0, restart_overhead=10.0))
     p2, p4 = sim.plan_index("A100-80GB", 2), sim.plan_index("A100-80GB", 4)
     assert sim.start(0, p2)
-    assert not sim.resize(0, p4)  # still starting up (progress begins at t=5): refused
+    load = _load_s()  # the states read (or written) on the plans' one node
+    assert not sim.resize(0, p4)  # still starting up (progress begins at t=5+load): refused
     assert not sim.resize_mask(np.array([0])).any()
     sim.advance()  # t = 10, job 1 arrives
     assert not sim.resize(0, p2)  # same plan: refused
-    done = (10.0 - 5.0) / sim.iter_time[0, p2]  # iterations done at the 2-GPU speed since t=5
+    done = (10.0 - 5.0 - load) / sim.iter_time[0, p2]  # iterations done at the 2-GPU speed since t=5+load
     assert sim.progress(0) == pytest.approx(done)
+    assert sim.restart_seconds(0, p4) == pytest.approx(10.0 + load + 5.0 + load)
     assert sim.resize(0, p4)
     assert sim.records[0].restarts == 1
-    # no progress for restart 10 s + startup 5 s, then the remaining iterations at the 4-GPU speed
-    expected = 10.0 + 15.0 + (1000.0 - done) * sim.iter_time[0, p4]
+    # no progress for restart 10 s + checkpoint write + start-up 5 s + load, then the rest at the 4-GPU speed
+    expected = 10.0 + 15.0 + 2 * load + (1000.0 - done) * sim.iter_time[0, p4]
     while sim.status[0] != DONE:
         sim.advance()
     assert sim.records[0].finish_time == pytest.approx(expected)
@@ -124,7 +132,9 @@ def test_attempt_log_keeps_every_allocation(make_job, make_workload):
         (2, "V100-32GB", 1, (1,), 10.0, 10.0, "preempted"),
         (2, "V100-32GB", 1, (1,), 10.0, fin[2], "finished"),
     ]
-    assert [a.progress_from for a in sim.attempts[:2]] == [5.0, 25.0]  # start-up 5 s; restart 10 s + start-up
+    load = _load_s()
+    # start-up 5 s + load; restart 10 s + checkpoint write + start-up
+    assert [a.progress_from for a in sim.attempts[:2]] == pytest.approx([5.0 + load, 25.0 + 2 * load])
     assert (sim.attempts[1].dp, sim.attempts[1].tp) == (sim.records[0].dp, sim.records[0].tp)
     sim.check_invariants()
     sim.reset_state()

@@ -33,7 +33,7 @@ def _sim(*jobs: tuple[float, float]) -> ClusterSimulator:
 def test_wakeup_is_an_event_after_finishes_at_the_same_instant():
     sim = _sim((0.0, 1000.0), (10_000.0, 10.0))
     assert sim.start(0, 0)
-    finish = 30.0 + 1000.0 * sim.iter_time[0, 0]
+    finish = sim.startup_seconds(0, 0) + 1000.0 * sim.iter_time[0, 0]  # start-up: 30 s + loading the states
     assert sim.next_event_time() == pytest.approx(finish)
     assert sim.request_wakeup(100.0) == 100.0  # earlier than the finish: the next event
     assert sim.request_wakeup(finish) == finish  # at the finish's instant: ordered after it

@@ -11,14 +11,16 @@ World model
   the data/tensor-parallel layout the predictor picks (the fastest layout the predictor says fits), whether
   the predictor says it fits (``pred_ok``), whether it truly fits (``true_ok``, the "extended" estimator),
   and its iteration time on a consolidated placement.
-* ``start(job, p)`` places the job with the configured placer and allocates GPUs. Progress begins after
-  ``startup_time``. A plan that truly does not fit fails with out-of-memory after its start-up, its first step
+* ``start(job, p)`` places the job with the configured placer and allocates GPUs. Progress begins after its
+  start-up, ``startup_seconds(job, p)``: ``startup_time`` plus reading the model states (the cost model of
+  :class:`SimConfig`). A plan that truly does not fit fails with out-of-memory after its start-up, its first step
   and a teardown (the OOM cost model of :class:`SimConfig`; ``oom_delay`` overrides it): the GPUs are
   released, the job returns to the queue, the failure is counted and the plan is remembered as bad for
   that job (a real scheduler learns from the crash); the GPU-hours it held are counted in the
   ``lost_gpu_hours`` metric. A job whose every predicted plan has failed is rejected.
 * ``resize(job, p)`` stops the job, checkpoints, and restarts it on another plan: it makes no progress for
-  ``restart_overhead + startup_time`` seconds. A job still starting up cannot be resized (so a policy cannot
+  ``restart_seconds(job, p)`` seconds (``restart_overhead``, writing the checkpoint, then the start-up on the
+  new plan). A job still starting up cannot be resized (so a policy cannot
   keep a job restarting forever within one instant). ``preempt(job)`` checkpoints it back to the queue.
 * Jobs that fit nowhere (under the predictor) are rejected at arrival with a reason and counted.
 * :meth:`ClusterSimulator.advance` moves time to the next event (finish, OOM, arrival) and processes every

@@ -7,10 +7,15 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, fields
 
+import numpy as np
+
 from frenzy_env.errors import ConfigError, check_keys
 from frenzy_env.throughput import DEFAULT_UTILISATION
 
 FUTURE, QUEUED, RUNNING, DONE, REJECTED = 0, 1, 2, 3, 4
+#: bytes of model states per parameter a checkpoint holds: fp32 master weights + Adam's two moments (ZeRO,
+#: Rajbhandari et al. SC'20, K = 12; Gemini, SOSP'23: 42 min at 20 Gbit/s for MT-NLG's 530e9 parameters)
+CHECKPOINT_BYTES_PER_PARAM = 12.0
 PREDICTORS = ("frenzy", "extended", "oracle")
 WORK_INFO = ("exact", "noisy", "none")
 
@@ -23,29 +28,53 @@ class SimConfig:
     ----------
     predictor: memory predictor behind ``pred_ok`` (what policies see): "frenzy" (the paper's formula),
         "extended" (our calibrated estimator) or "oracle" (the ground truth itself).
-    startup_time: seconds between a start and the first iteration (container, data loader, compile).
-    restart_overhead: extra seconds a resize costs (stop and checkpoint), on top of ``startup_time``;
-        Capes et al. (arXiv 1908.08082) measured about 10 s.
+    startup_time: fixed part of a start, seconds: process launch, framework import, NCCL communicator set-up.
+    restart_overhead: fixed extra seconds a resize costs on top of a start (stopping the workers).
+    checkpoint_bandwidth: bytes/s per node at which a resized job writes its checkpoint (``math.inf``: free).
+    load_bandwidth: bytes/s per node at which a starting job loads (or builds) its model states
+        (``math.inf``: free).
     oom_delay: seconds after a start at which a plan that does not fit fails with out-of-memory and releases
-        its GPUs; ``None`` (the default): the OOM cost model below. A number overrides it (the flat 30 s of
+        its GPUs; ``None`` (the default): the cost model below. A number overrides it (the flat 30 s of
         earlier versions: ``oom_delay=30``).
     teardown_time: seconds from an out-of-memory error to the GPUs being free again (process exit, CUDA
         context and NCCL communicator destruction, the scheduler noticing the failed container).
 
-    OOM cost model (``oom_delay=None``): an attempt on a plan that does not fit holds its GPUs for
+    Start-up, restart and OOM cost model (seconds; computed once per job configuration and plan, with ``S`` =
+    :data:`CHECKPOINT_BYTES_PER_PARAM` x the model's parameters and ``n`` = the nodes the plan spans when
+    consolidated)::
 
-        startup_time (+ restart_overhead after a resize) + first_step + teardown_time
+        start   = startup_time + S / (load_bandwidth * n)                     (start to first iteration)
+        resize  = restart_overhead + S / (checkpoint_bandwidth * n_old) + start(new plan)
+        OOM     = start (or resize) + first_step + teardown_time              (GPUs held by a failed attempt)
 
-    ``startup_time`` (container start, framework import, model build and load, data loader workers, NCCL
-    set-up; the simulator's start-up estimate, default 30 s) comes before any iteration, as for a job that
-    fits; peak memory is reached in the first training step's backward pass (Frenzy/MARP: the peak is model
-    states + activations of one step), so the job runs one step, ``first_step`` = the plan's modelled
-    iteration time (:mod:`frenzy_env.throughput`; a lower bound, since a first step also pays CUDA/cuDNN
-    warm-up), before the error; then ``teardown_time``. Sources and assumptions: the 30 s start-up is this
-    project's default (DESIGN.md), consistent with the restart costs Capes et al. (arXiv 1908.08082) measured
-    for ring-allreduce jobs (~10 s stop/checkpoint on top of a start); the 10 s teardown is an ASSUMPTION
-    of the same order as their stop overhead (no checkpoint is written after an OOM), not a measurement.
-    The GPU time of every failed attempt is counted in the ``lost_gpu_hours`` metric.
+    Each node writes / reads its shard of the states in parallel. A plan that does not fit runs until its
+    first step's backward pass (Frenzy/MARP: the peak is model states + one step's activations):
+    ``first_step`` = the plan's modelled iteration time (:mod:`frenzy_env.throughput`). Sources:
+
+    * ``startup_time`` = 30 s: killing and restarting the workers of a PyTorch elastic job "typically takes
+      30 secs or even more" (pytorch/elastic issue #99); of it NCCL initialisation and the first barrier
+      take 9-18 s on one 8xH100 node (NVIDIA/nccl issue #534, NCCL 2.22 / 2.19). MegaScale (Jiang et al.,
+      NSDI'24) measured 1047 s of communicator initialisation for 2048 GPUs before its fix (under 5 s
+      after): this project's jobs (<= 64 GPUs) stay in the tens of seconds.
+    * ``restart_overhead`` = 10 s: Capes et al. (arXiv 1908.08082) measured about 10 s to stop a
+      ring-allreduce job on top of its start.
+    * ``checkpoint_bandwidth`` = ``load_bandwidth`` = 2.5e9 B/s (20 Gbit/s) per node: Gemini (Wang et al.,
+      SOSP'23) takes 20 Gbit/s to remote persistent storage ("it takes 42 minutes to checkpoint the model
+      states of MT-NLG ... when the bandwidth is 20Gbps"). ASSUMPTION: each node reaches it (sharded
+      checkpoints, e.g. torch.distributed.checkpoint); Gemini observed a fixed aggregate on its shared
+      store, so for multi-node jobs this is the optimistic case. Reading at the writing bandwidth is an
+      ASSUMPTION too, as is a fresh job paying the load (it materialises the same states, or loads
+      pre-trained ones).
+    * 12 bytes per parameter: fp32 master weights + Adam's two moments (ZeRO, Rajbhandari et al. SC'20,
+      K = 12); Gemini's figure gives the same (42 min x 20 Gbit/s / 530e9 parameters = 11.9 B).
+    * ``teardown_time`` = 10 s: an ASSUMPTION of the same order as the stop overhead above (no checkpoint
+      is written after an OOM), not a measurement.
+
+    Example (defaults, consolidated plans): a 1.3B model (12 x 1.3e9 = 15.6 GB) starts in 30 + 6.24 s on
+    one node; a 70B model (840 GB) on 8 nodes in 30 + 42 s, and resizing it from 8 nodes costs another
+    10 + 42 s. The flat model of env v2 (30 s start, +10 s resize) is ``checkpoint_bandwidth=math.inf,
+    load_bandwidth=math.inf``. The GPU time of every failed attempt is in the ``lost_gpu_hours`` metric;
+    the start-up and restart time of the others in ``overhead_gpu_hours``.
     max_plan_gpus: largest GPU count of a plan slot (powers of two up to it).
     placement: "best_fit" (Frenzy's HAS) or "spread" (locality-aware, largest free nodes first).
     work_info: what schedulers know of a job's work: "exact" (the configured iterations; the default, since
@@ -58,6 +87,8 @@ class SimConfig:
     predictor: str = "extended"
     startup_time: float = 30.0
     restart_overhead: float = 10.0
+    checkpoint_bandwidth: float = 2.5e9
+    load_bandwidth: float = 2.5e9
     oom_delay: float | None = None
     teardown_time: float = 10.0
     max_plan_gpus: int = 64
@@ -79,6 +110,10 @@ class SimConfig:
                 continue
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise ConfigError(f"{name} must be a finite number >= 0, got {value!r}")
+        for name in ("checkpoint_bandwidth", "load_bandwidth"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0):
+                raise ConfigError(f"{name} must be a number of bytes/s > 0 (math.inf: free), got {value!r}")
         if not (isinstance(self.max_plan_gpus, int) and self.max_plan_gpus >= 1):
             raise ConfigError(f"max_plan_gpus must be an integer >= 1, got {self.max_plan_gpus!r}")
         if not (0 < self.utilisation <= 1):
@@ -92,6 +127,18 @@ class SimConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def start_up_costs(params: np.ndarray, nodes: np.ndarray, cfg: SimConfig) -> tuple[np.ndarray, np.ndarray]:
+    """The start-up cost model of :class:`SimConfig` as tables: ``params`` (K,) model parameters per job
+    configuration, ``nodes`` (P,) nodes each plan spans. Returns ``(start, save)``, both (K, P) seconds:
+    ``start[k, p]`` from a start on plan p to the first iteration, ``save[k, p]`` the extra seconds a resize
+    away from plan p costs (``restart_overhead`` + writing the checkpoint)."""
+    states = CHECKPOINT_BYTES_PER_PARAM * np.asarray(params, dtype=np.float64)[:, None]  # (K, 1) bytes
+    nodes = np.asarray(nodes, dtype=np.float64)[None, :]  # (1, P)
+    start = cfg.startup_time + states / (cfg.load_bandwidth * nodes)
+    save = cfg.restart_overhead + states / (cfg.checkpoint_bandwidth * nodes)
+    return start, save
 
 
 @dataclass

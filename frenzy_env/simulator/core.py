@@ -237,6 +237,21 @@ class ClusterSimulator(_MaskLayer):
         return self.gpu_types.index(gpu_type) * len(self.plan_counts_levels) + int(hits[0])
 
     # ------------------------------------------------------------------ actions
+    def startup_seconds(self, job: int, plan: int) -> float:
+        """Seconds from a start of ``job`` on plan slot ``plan`` to its first iteration (the start-up model of
+        :class:`SimConfig`: ``startup_time`` + loading the model states)."""
+        return self._row_start_l[self._row_key_l[job]][plan]
+
+    def restart_seconds(self, job: int, plan: int) -> float:
+        """Seconds from a resize of running ``job`` onto plan slot ``plan`` to its first iteration there:
+        ``restart_overhead`` + writing the checkpoint on its current plan + :meth:`startup_seconds`. Raises
+        ``KeyError`` naming the job if it is not running."""
+        run = self.running.get(job)
+        if run is None:
+            raise KeyError(f"job {job} is not running: only a running job can be resized")
+        row = self._row_start_l[self._row_key_l[job]]
+        return row[plan] + self._row_save_l[self._row_key_l[job]][run.plan]
+
     def start(self, job: int, plan: int) -> bool:
         """Start queued ``job`` on plan slot ``plan``. Returns False (and changes nothing) if illegal."""
         if not (0 <= plan < self.num_plans) or not (0 <= job < self.num_jobs) or self.status[job] != QUEUED:
@@ -279,7 +294,8 @@ class ClusterSimulator(_MaskLayer):
         self.restarts += 1
         rec.restarts += 1
         self.restart_count[job] += 1
-        self._launch(job, plan, placed, done, self.config.restart_overhead, int(self._slot_of[job]))
+        extra = self._row_save_l[self._row_key_l[job]][run.plan]  # restart_overhead + writing the checkpoint
+        self._launch(job, plan, placed, done, extra, int(self._slot_of[job]))
         return True
 
     def preempt(self, job: int) -> bool:
@@ -427,7 +443,8 @@ class ClusterSimulator(_MaskLayer):
                     utilisation=cfg.utilisation, pp=pp, micro_batch=self._row_mb_l[row][plan],
                 )
         will_oom = not self._row_true_l[row][plan]  # = not true_ok[job, plan]
-        progress_from = now + cfg.startup_time + extra_delay
+        delay = self._row_start_l[row][plan] + extra_delay  # (startup_seconds / restart_seconds: the same sum)
+        progress_from = now + delay
         self._seq += 1
         version = self._seq  # unique per attempt: events of earlier attempts are recognised as stale
         rate = 0.0 if will_oom else 1.0 / it  # an attempt that does not fit in memory makes no progress
@@ -449,9 +466,10 @@ class ClusterSimulator(_MaskLayer):
         self.attempts.append(attempt)
         self._set_busy(self.busy_gpus + num)
         if will_oom:
-            delay = cfg.oom_delay
-            if delay is None:  # the OOM cost model of SimConfig: start-up, the first step, teardown
-                delay = cfg.startup_time + extra_delay + float(it) + cfg.teardown_time
+            if cfg.oom_delay is None:  # the OOM cost model of SimConfig: start-up, the first step, teardown
+                delay = delay + float(it) + cfg.teardown_time
+            else:
+                delay = cfg.oom_delay
             self._push(now + delay, _OOM, job, version)
         else:
             remaining = max(0.0, float(self.work[job]) - done_base)
@@ -558,7 +576,9 @@ class ClusterSimulator(_MaskLayer):
     def metrics(self) -> dict[str, float]:
         """Episode metrics computed from the per-job records; each name ends in its unit (``_h`` hours,
         ``_frac`` a fraction in [0, 1]; ``gpu_hours`` GPU-hours, all attempts; ``lost_gpu_hours`` GPU-hours of the
-        attempts that failed with out-of-memory, included in ``gpu_hours``; the others are counts)."""
+        attempts that failed with out-of-memory, included in ``gpu_hours``; ``overhead_gpu_hours`` GPU-hours of the
+        other attempts before their first iteration (start-up, checkpoint write and load), also included; the
+        others are counts)."""
         fin = [r for r in self.records if not math.isnan(r.finish_time)]
         jct = np.array([r.finish_time - r.submit_time for r in fin]) if fin else np.zeros(0)
         first = float(self.submit[0])
@@ -567,6 +587,11 @@ class ClusterSimulator(_MaskLayer):
         gpu_seconds = sum(r.gpu_seconds for r in self.records)
         gpu_seconds += sum(int(r.counts.sum()) * (self.now - r.held_since) for r in self.running.values())
         util = gpu_seconds / (self.cluster.num_gpus * makespan) if makespan > 0 else 0.0
+        overhead = 0.0  # GPU-seconds before the first iteration of the attempts that did not fail
+        for a in self.attempts:
+            if a.outcome != "oom":
+                end = self.now if a.outcome == "running" else a.end_time
+                overhead += a.num_gpus * max(0.0, min(end, a.progress_from) - a.start_time)
         return {
             "jobs": float(self.num_jobs),
             "finished": float(self.finished),
@@ -578,6 +603,7 @@ class ClusterSimulator(_MaskLayer):
             "utilisation_frac": float(util),
             "ooms": float(self.oom_failures),
             "lost_gpu_hours": self.lost_gpu_seconds / 3600.0,
+            "overhead_gpu_hours": overhead / 3600.0,
             "restarts": float(self.restarts),
         }
 

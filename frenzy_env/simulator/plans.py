@@ -22,7 +22,7 @@ from frenzy_env.errors import ConfigError
 from frenzy_env.layouts import plan_layouts, powers_of_two
 from frenzy_env.memory import estimate_memory_layouts
 from frenzy_env.planning import plan_resources
-from frenzy_env.simulator.config import SimConfig
+from frenzy_env.simulator.config import SimConfig, start_up_costs
 from frenzy_env.throughput import iteration_time_array
 from frenzy_env.workload import Workload
 
@@ -115,12 +115,14 @@ class PlanTable:
         cache: dict[tuple, int] = {}
         rows: list[tuple] = []
         key_of_job = np.empty(n, dtype=np.int64)
+        row_params: list[int] = []
         for i, job in enumerate(jobs):
             key = (id(job.model), int(job.batch_size), int(job.seq_len))
             idx = cache.get(key)
             if idx is None:
                 idx = cache[key] = len(rows)
                 rows.append(self._plan_row(job.model, key[1], key[2], cfg))
+                row_params.append(int(job.model.num_params))
             key_of_job[i] = idx
         pred = np.stack([r[0] for r in rows])
         true = np.stack([r[1] for r in rows])
@@ -159,6 +161,10 @@ class PlanTable:
         self._plan_span_l = tuple(
             max(1, -(-c // self._max_node_gpus_l[t])) for c, t in zip(self._plan_count_l, self._plan_type_l)
         )
+        # per distinct configuration (K rows) and plan: seconds from a start to the first iteration, and the
+        # extra seconds a resize away from the plan costs (the restart cost model of SimConfig)
+        start, save = start_up_costs(np.array(row_params, dtype=np.float64), np.array(self._plan_span_l), cfg)
+        self._row_start_l, self._row_save_l = (tuple(map(tuple, a.tolist())) for a in (start, save))
         self._best_fit = cfg.placement == "best_fit"
         self._plan_of_type = self.plan_type[None, :] == np.arange(self.num_types)[:, None]  # (T, P)
         self._max_span = max(  # most nodes one job can span (one GPU per node at worst)
