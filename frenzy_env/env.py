@@ -436,6 +436,7 @@ class FrenzyEnv(gym.Env):
         """Forget every view cached on the simulator's state (a new or reset simulator)."""
         self._queue_key: Any = None  # (sim, queue_version) the visible queue was read at
         self._running_key: Any = None
+        self._all_running: np.ndarray | None = None  # every running job (when more than the window shows)
         self._qtable: np.ndarray | None = None  # (J, F + P) float32 static queue rows, built lazily
         self._qtable_requeued = 0  # how many of sim.requeued the table has absorbed
         self._qtable_key: Any = None  # changes whenever the table's rows do (the whole-queue totals follow)
@@ -464,12 +465,13 @@ class FrenzyEnv(gym.Env):
                 itertools.islice(sim.queue, q), dtype=np.int64, count=min(q, len(sim.queue))
             )
             self._queue_key = (sim, sim.queue_version)
-        if self._running_key != (sim, sim.running_version):
+        if self._running_key != (sim, sim.running_order_version):  # (a resize keeps the order)
             self._visible_running = np.fromiter(  # count: numpy allocates once
                 itertools.islice(sim.running, self.running_slots), dtype=np.int64,
                 count=min(self.running_slots, len(sim.running)),
             )
-            self._running_key = (sim, sim.running_version)
+            self._running_key = (sim, sim.running_order_version)
+            self._all_running = None  # every running job, built when asked for
 
     def _compute_mask(self) -> None:
         """The mask of the actions legal now, written into ``_mask``."""
@@ -646,7 +648,9 @@ class FrenzyEnv(gym.Env):
         m = min(n_old, nr)
         while k < m and old[k] == attempts[k]:
             k += 1
-        if k < n_old and attempts[k : n_old - 1] == old[k + 1 :]:
+        if k < nr == n_old and attempts[k + 1 :] == old[k + 1 :]:  # a resize: one job's row, in its place
+            fresh = (k,)
+        elif k < n_old and attempts[k : n_old - 1] == old[k + 1 :]:
             # the usual change: row k left (stopped or restarted), rows after it move up, new rows at the end
             if len(attempts) - n_old + 1 > 2:
                 return False
@@ -769,11 +773,13 @@ class FrenzyEnv(gym.Env):
         sim = self.sim
         key = (sim, sim.running_version, sim.now)
         if self._rwork_key != key:
+            self._update_visible()
             if len(sim.running) <= self.running_slots:
-                self._update_visible()
                 jobs = self._visible_running
             else:
-                jobs = np.fromiter(sim.running, dtype=np.int64, count=len(sim.running))
+                jobs = self._all_running
+                if jobs is None:
+                    jobs = self._all_running = np.fromiter(sim.running, dtype=np.int64, count=len(sim.running))
             self._rwork = kernels.running_work(jobs, sim.run_plan, sim.run_floats, sim.work_estimate, sim.iter_time,
                                                sim.now)
             self._rwork_key = key
