@@ -63,10 +63,10 @@ class FrenzyEnv(gym.Env):
     ``0`` wait (advance to the next event: a finish, an OOM failure, an arrival or a wake-up);
     ``1 + i`` wait ``wait_options[i]`` seconds or until the next event, whichever comes first;
     ``first_start + k*P + p`` (``first_start = 1 + W``) start the k-th queued job (arrival order) on plan p;
-    ``first_resize + r*P + p`` (``first_resize = 1 + W + Q*P``) resize the r-th running job (start order) to
-    plan p. ``start_action(job, plan)``, ``resize_action(job, plan)`` and ``start_rows(mask)`` do the
-    arithmetic. "Wait" and the timed waits are legal while anything is pending (a finish, an OOM, an arrival,
-    a wake-up), so no policy can keep an episode from ending by waiting.
+    ``first_resize + r*P + p`` (``first_resize = 1 + W + Q*P``) resize the r-th running job (start order; a
+    resize keeps the job's slot) to plan p. ``start_action(job, plan)``, ``resize_action(job, plan)`` and
+    ``start_rows(mask)`` do the arithmetic. "Wait" and the timed waits are legal while anything is pending (a
+    finish, an OOM, an arrival, a wake-up), so no policy can keep an episode from ending by waiting.
     ``action_masks()`` gives exactly the legal actions: the plan is memory-feasible under the predictor,
     has not crashed for that job before, and is placeable on currently free GPUs; resizing to the current
     plan is masked. An illegal action is a no-op with a penalty (``info["invalid_actions"]`` counts them).
