@@ -63,10 +63,10 @@ class FrenzyEnv(gym.Env):
     ``0`` wait (advance to the next event: a finish, an OOM failure, an arrival or a wake-up);
     ``1 + i`` wait ``wait_options[i]`` seconds or until the next event, whichever comes first;
     ``first_start + k*P + p`` (``first_start = 1 + W``) start the k-th queued job (arrival order) on plan p;
-    ``first_resize + r*P + p`` (``first_resize = 1 + W + Q*P``) resize the r-th running job (start order) to
-    plan p. ``start_action(job, plan)``, ``resize_action(job, plan)`` and ``start_rows(mask)`` do the
-    arithmetic. "Wait" and the timed waits are legal while anything is pending (a finish, an OOM, an arrival,
-    a wake-up), so no policy can keep an episode from ending by waiting.
+    ``first_resize + r*P + p`` (``first_resize = 1 + W + Q*P``) resize the r-th running job (start order; a
+    resize keeps the job's slot) to plan p. ``start_action(job, plan)``, ``resize_action(job, plan)`` and
+    ``start_rows(mask)`` do the arithmetic. "Wait" and the timed waits are legal while anything is pending (a
+    finish, an OOM, an arrival, a wake-up), so no policy can keep an episode from ending by waiting.
     ``action_masks()`` gives exactly the legal actions: the plan is memory-feasible under the predictor,
     has not crashed for that job before, and is placeable on currently free GPUs; resizing to the current
     plan is masked. An illegal action is a no-op with a penalty (``info["invalid_actions"]`` counts them).
@@ -437,6 +437,7 @@ class FrenzyEnv(gym.Env):
         """Forget every view cached on the simulator's state (a new or reset simulator)."""
         self._queue_key: Any = None  # (sim, queue_version) the visible queue was read at
         self._running_key: Any = None
+        self._all_running: np.ndarray | None = None  # every running job (when more than the window shows)
         self._qtable: np.ndarray | None = None  # (J, F + P) float32 static queue rows, built lazily
         self._qtable_requeued = 0  # how many of sim.requeued the table has absorbed
         self._qtable_key: Any = None  # changes whenever the table's rows do (the whole-queue totals follow)
@@ -465,12 +466,13 @@ class FrenzyEnv(gym.Env):
                 itertools.islice(sim.queue, q), dtype=np.int64, count=min(q, len(sim.queue))
             )
             self._queue_key = (sim, sim.queue_version)
-        if self._running_key != (sim, sim.running_version):
+        if self._running_key != (sim, sim.running_order_version):  # (a resize keeps the order)
             self._visible_running = np.fromiter(  # count: numpy allocates once
                 itertools.islice(sim.running, self.running_slots), dtype=np.int64,
                 count=min(self.running_slots, len(sim.running)),
             )
-            self._running_key = (sim, sim.running_version)
+            self._running_key = (sim, sim.running_order_version)
+            self._all_running = None  # every running job, built when asked for
 
     def _compute_mask(self) -> None:
         """The mask of the actions legal now, written into ``_mask``."""
@@ -647,7 +649,9 @@ class FrenzyEnv(gym.Env):
         m = min(n_old, nr)
         while k < m and old[k] == attempts[k]:
             k += 1
-        if k < n_old and attempts[k : n_old - 1] == old[k + 1 :]:
+        if k < nr == n_old and attempts[k + 1 :] == old[k + 1 :]:  # a resize: one job's row, in its place
+            fresh = (k,)
+        elif k < n_old and attempts[k : n_old - 1] == old[k + 1 :]:
             # the usual change: row k left (stopped or restarted), rows after it move up, new rows at the end
             if len(attempts) - n_old + 1 > 2:
                 return False
@@ -770,11 +774,13 @@ class FrenzyEnv(gym.Env):
         sim = self.sim
         key = (sim, sim.running_version, sim.now)
         if self._rwork_key != key:
+            self._update_visible()
             if len(sim.running) <= self.running_slots:
-                self._update_visible()
                 jobs = self._visible_running
             else:
-                jobs = np.fromiter(sim.running, dtype=np.int64, count=len(sim.running))
+                jobs = self._all_running
+                if jobs is None:
+                    jobs = self._all_running = np.fromiter(sim.running, dtype=np.int64, count=len(sim.running))
             self._rwork = kernels.running_work(jobs, sim.run_plan, sim.run_floats, sim.work_estimate, sim.iter_time,
                                                sim.now)
             self._rwork_key = key

@@ -135,7 +135,8 @@ class SimView:
     * ``status`` (J,) int8: :data:`FUTURE`, :data:`QUEUED`, :data:`RUNNING`, :data:`DONE`, :data:`REJECTED`;
       ``done_iters`` (J,) iterations done (running jobs: as of their last event); ``oom_known`` (J, P)
       plans that crashed with out-of-memory; ``job_restarts`` (J,) restarts of each job;
-    * ``running``: a read-only mapping job index -> :class:`RunningJob`, in start order;
+    * ``running``: a read-only mapping job index -> :class:`RunningJob`, in start order (a resize keeps a
+      job's place);
     * ``free`` (N,) free GPUs per node; ``free_by_type()`` (T,) a fresh array;
     * ``available_plans(jobs)`` (n, P) predictor-admitted plans that have not crashed (a fresh array);
       ``next_event_time()`` (inf when none is pending), ``has_pending_events()``; ``pending_wakeups``

@@ -155,9 +155,10 @@ def test_copies_and_pickles_mid_episode_continue_identically():
 
 
 def _state(sim: ClusterSimulator) -> tuple:
-    """Everything observable of a simulator's state, for equality."""
+    """Everything observable of a simulator's state, for equality (the running jobs by index: a resize keeps
+    the job's place in ``running``, a stop and a launch move it to the end)."""
     runs = [(j, r.plan, r.tp, r.counts.tolist(), r.held_since, r.progress_from, r.done_base, r.rate, r.will_oom,
-             r.version) for j, r in sim.running.items()]
+             r.version) for j, r in sorted(sim.running.items())]
     records = [repr(r) for r in sim.records]  # (repr: nan equals nan)
     attempts = [repr(a) for a in sim.attempts]
     st = sim.state
@@ -190,8 +191,10 @@ def test_resize_is_stop_then_launch(placement):
             twin.records[job].restarts += 1
             twin.restart_count[job] += 1
             twin._launch(job, plan, placed, done, twin._row_save_l[twin._row_key_l[job]][run.plan])  # overhead + write
+            order = list(sim.running)
             assert sim.resize(job, plan)
             assert _state(sim) == _state(twin)
+            assert list(sim.running) == order  # the resized job keeps its place (its running slot)
         elif sm.any() and rng.random() < 0.8:
             k, plan = divmod(int(rng.choice(np.flatnonzero(sm))), sim.num_plans)
             assert sim.start(int(queue[k]), plan)

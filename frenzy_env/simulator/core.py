@@ -7,8 +7,8 @@ It holds the fields of its :class:`~frenzy_env.simulator.plans.PlanTable` as its
 masks and their caches from :class:`~frenzy_env.simulator.masks._MaskLayer` and keeps its GPUs in a
 :class:`~frenzy_env.simulator.state._SimState`. Per-job mirrors of the running book-keeping (``run_plan``,
 ``run_version``, ``run_floats``, ``restart_count``, ``avail``, ``avail_iter_time``) and change counters
-(``queue_version``, ``running_version``, ``requeued``) let views (the environment's observation) update only
-what changed. The simulator maintains them; callers read them, never write them.
+(``queue_version``, ``running_version``, ``running_order_version``, ``requeued``) let views (the environment's
+observation) update only what changed. The simulator maintains them; callers read them, never write them.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ class ClusterSimulator(_MaskLayer):
         self.attempts: list[AttemptRecord] = []  # every allocation of GPUs, in start order
         self._attempt_of: dict[int, AttemptRecord] = {}  # running job -> its open attempt
         self.queue: list[int] = []  # job indices, sorted (arrival order)
-        self.running: dict[int, _Running] = {}  # insertion order = start order
+        self.running: dict[int, _Running] = {}  # insertion order = start order (a resize keeps the job's place)
         self._events: list[tuple[float, int, int, int, int]] = []  # (time, kind, seq, job, version)
         self._seq = 0
         self._wake_times: set[float] = set()  # times of the pending wake-ups (one event per time)
@@ -129,7 +129,8 @@ class ClusterSimulator(_MaskLayer):
         self.restart_count = np.zeros(n, dtype=np.int64)  # (J,) records[j].restarts
         # change counters: views built on the queue / the running set can tell when to rebuild
         self.queue_version = 0
-        self.running_version = 0
+        self.running_version = 0  # any start, resize or stop
+        self.running_order_version = 0  # a start or a stop: the running jobs or their order changed
         self.requeued: list[int] = []  # jobs put back in the queue (preempted or out of memory), in order
         self._avail_version = 0  # changes whenever ``avail`` does
         self.run_version = np.full(n, -1, dtype=np.int64)  # (J,) attempt id of running jobs, -1 otherwise
@@ -282,8 +283,7 @@ class ClusterSimulator(_MaskLayer):
             return False
         # _stop then _launch, the job keeping its slot: the same state, with fewer steps in between
         now = self.now
-        self.running_version += 1
-        del self.running[job]
+        self.running_version += 1  # (the job keeps its place in ``running``: _launch replaces its entry)
         done = min(float(self.work[job]), run.done_base + max(0.0, now - run.progress_from) * run.rate)
         self.state._move(job, *placed)
         held = self._plan_count_l[run.plan]
@@ -421,6 +421,7 @@ class ClusterSimulator(_MaskLayer):
                 self.run_floats[job, 3] = now
             slot = self._free_slots.pop()
             self._slot_of[job] = slot
+            self.running_order_version += 1
             if slot == len(self._slot_pf):  # more jobs run at once than ever
                 self._grow_slots(slot)
         row = self._row_key_l[job]
@@ -481,6 +482,7 @@ class ClusterSimulator(_MaskLayer):
         run = self.running.pop(job)
         self._end_attempt(job, outcome)
         self.running_version += 1
+        self.running_order_version += 1
         self.run_plan[job] = -1
         self.run_version[job] = -1
         self._free_slots.append(int(self._slot_of[job]))
