@@ -130,6 +130,10 @@ class FrenzyEnv(gym.Env):
       peaks and node networks (P100 9.3 TFLOP/s, RTX3090 servers one 25 GbE port); plans with gradient
       accumulation and pipeline stages (1F1B), synthetic jobs of 13B-70B models; an out-of-memory attempt
       holds its GPUs for start-up, its first step and a tear-down, counted in ``lost_gpu_hours``.
+    * v3 (same spaces as v2): start-up, restart and out-of-memory costs that grow with the model (the model
+      states, 12 bytes per parameter, loaded at a start and written before a resize at 2.5 GB/s per node on
+      top of the fixed 30 s start-up and 10 s restart overhead; ``overhead_gpu_hours`` in the metrics); a
+      resize keeps the job's place among the running jobs (its running slot).
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -890,14 +894,14 @@ class EnvPreset:
 
 
 ENV_PRESETS: tuple[EnvPreset, ...] = (
-    EnvPreset("frenzy/HeteroCluster-v2", "frenzy-testbed", "itp-default"),
+    EnvPreset("frenzy/HeteroCluster-v3", "frenzy-testbed", "itp-default"),
     # the default week at its recorded arrival rate: offered load ~2.1 (frenzy_env.workload.load), overloaded
-    EnvPreset("frenzy/HeteroClusterOverloaded-v2", "frenzy-testbed", "itp-overloaded"),
-    EnvPreset("frenzy/HeteroClusterSynthetic-v2", "frenzy-testbed", "synthetic"),
-    EnvPreset("frenzy/HeteroClusterSmall-v2", "frenzy-testbed", "synthetic-small"),
-    EnvPreset("frenzy/Doubling64-v2", "doubling-64", "synthetic"),
-    EnvPreset("frenzy/PAI2020-v2", "pai-2020", "synthetic"),
-    EnvPreset("frenzy/Large1024-v2", "large-1024", "synthetic"),
+    EnvPreset("frenzy/HeteroClusterOverloaded-v3", "frenzy-testbed", "itp-overloaded"),
+    EnvPreset("frenzy/HeteroClusterSynthetic-v3", "frenzy-testbed", "synthetic"),
+    EnvPreset("frenzy/HeteroClusterSmall-v3", "frenzy-testbed", "synthetic-small"),
+    EnvPreset("frenzy/Doubling64-v3", "doubling-64", "synthetic"),
+    EnvPreset("frenzy/PAI2020-v3", "pai-2020", "synthetic"),
+    EnvPreset("frenzy/Large1024-v3", "large-1024", "synthetic"),
 )
 
 
