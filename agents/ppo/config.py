@@ -154,12 +154,14 @@ class TrainConfig:
     here for ``scripts/evaluate_ppo.py``): ``test_windows`` fixed windows of each of ``test_traces`` and
     ``test_seeds`` synthetic seeds from 1000.
 
+    max_minutes: a wall-clock limit (None: none): training ends after the first update past it, with a final
+    validation and checkpoint, as at ``timesteps`` (the learning rate schedule still runs to ``timesteps``);
     checkpoint_minutes: wall minutes between checkpoints (also written at every validation and at the end);
     out_dir: output folder; threads: torch threads; queue_slots, running_slots: env sizes; progress: a
     progress bar; verbose: a line per update.
     """
 
-    timesteps: int = 4_000_000
+    timesteps: int = 3_000_000
     n_envs: int = 16
     vec_env: str = "dummy"
     seed: int = 0
@@ -178,10 +180,11 @@ class TrainConfig:
     test_traces: tuple[TraceWindows, ...] = ()
     test_windows: int = 6
     test_seeds: int = 10
-    eval_freq: int = 250_000
+    eval_freq: int = 300_000
+    max_minutes: float | None = 52.0
     checkpoint_minutes: float = 5.0
     out_dir: str = "runs/ppo"
-    threads: int = 2
+    threads: int = 1
     queue_slots: int = 64
     running_slots: int = 64
     progress: bool = True
@@ -198,6 +201,8 @@ class TrainConfig:
             v = getattr(self, name)
             if not isinstance(v, (int, np.integer)) or v < 0:
                 raise ConfigError(f"{name} must be an integer >= 0, got {v!r}")
+        if self.max_minutes is not None and not (isinstance(self.max_minutes, (int, float)) and self.max_minutes > 0):
+            raise ConfigError(f"max_minutes must be a positive number or None, got {self.max_minutes!r}")
         if not (isinstance(self.checkpoint_minutes, (int, float)) and self.checkpoint_minutes > 0):
             raise ConfigError(f"checkpoint_minutes must be a positive number, got {self.checkpoint_minutes!r}")
         if self.vec_env != "dummy":

@@ -88,7 +88,7 @@ class Validator:
         self.cfg = cfg
         self.items = validation_workloads(cfg)
         self.envs = [make_env(cfg, wl) for _, wl, _ in self.items]
-        ref = cfg.ppo.reference or "doubling"
+        ref = self.reference = cfg.ppo.reference or "doubling"
         self.ref_jct = np.array([run_reference(e, ref, s).avg_jct_h for e, (_, _, s) in zip(self.envs, self.items)])
 
     def run(self, policy: Any) -> np.ndarray:
@@ -168,7 +168,7 @@ def ppo_update(policy: Any, opt: Any, buf: dict[str, Any], adv: np.ndarray, ret:
     return out
 
 
-def _plot_curve(rows: list[dict[str, float]], path: Path) -> None:
+def _plot_curve(rows: list[dict[str, float]], path: Path, reference: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -177,7 +177,7 @@ def _plot_curve(rows: list[dict[str, float]], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(6, 3.6))
     x = [r["decisions"] for r in rows]
     ax.plot(x, [r["val_avg_jct_h"] for r in rows], marker="o", label="PPO (greedy)")
-    ax.plot(x, [r["ref_avg_jct_h"] for r in rows], ls="--", label="reference")
+    ax.plot(x, [r["ref_avg_jct_h"] for r in rows], ls="--", label=f"{reference} (same workloads)")
     ax.set_xlabel("training decisions")
     ax.set_ylabel("validation average JCT (h)")
     ax.legend()
@@ -186,11 +186,11 @@ def _plot_curve(rows: list[dict[str, float]], path: Path) -> None:
     plt.close(fig)
 
 
-def _write_curve(out: Path, rows: list[dict[str, float]]) -> None:
+def _write_curve(out: Path, rows: list[dict[str, float]], reference: str) -> None:
     lines = [",".join(CURVE_FIELDS)] + [",".join(f"{r[k]:.6g}" for k in CURVE_FIELDS) for r in rows]
     (out / "learning_curve.csv").write_text("\n".join(lines) + "\n")
     if rows:
-        _plot_curve(rows, out / "learning_curve.png")
+        _plot_curve(rows, out / "learning_curve.png", reference)
 
 
 def _atomic_save(obj: Any, path: Path) -> None:
@@ -275,7 +275,7 @@ def train(
             "val_over_ref": float(np.mean(jct / validator.ref_jct)),
         }
         rows.append(row)
-        _write_curve(out, rows)
+        _write_curve(out, rows, validator.reference)
         log(f"validation at {steps} decisions: avg JCT {row['val_avg_jct_h']:.3f} h (reference "
             f"{row['ref_avg_jct_h']:.3f} h)")
         if row["val_avg_jct_h"] < best:
@@ -334,6 +334,13 @@ def train(
             fh.write(json.dumps(line) + "\n")
         log(json.dumps(line))
         bar.update(cfg.rollout_size)
+        elapsed_min = (wall_before + time.time() - t_start) / 60
+        if cfg.max_minutes is not None and elapsed_min >= cfg.max_minutes and steps < cfg.timesteps:
+            info["stopped_by_max_minutes"] = True
+            log(f"wall-clock limit of {cfg.max_minutes} min reached at {steps} decisions")
+            validate()
+            checkpoint()
+            break
         if steps >= next_eval or steps >= cfg.timesteps:
             validate()
             next_eval = (steps // cfg.eval_freq + 1) * cfg.eval_freq

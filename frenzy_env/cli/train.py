@@ -128,13 +128,18 @@ def add_parser(sub: Any) -> None:
                    help="synthetic validation workloads (default 4)")
     p.add_argument("--validation-jobs", type=positive_int, default=None, help="jobs per validation workload (200)")
     p.add_argument("--checkpoint-minutes", type=float, default=None, help="wall minutes between checkpoints (5)")
+    p.add_argument("--max-minutes", type=float, default=None,
+                   help="stop after the first update past this wall time, validated and saved (default 52; 0: none)")
     p.add_argument("--n-steps", type=positive_int, default=None, help="rollout decisions per env per update (1024)")
     p.add_argument("--n-epochs", type=positive_int, default=None, help="passes over each rollout (default 2)")
     p.add_argument("--batch-size", type=positive_int, default=None, help="minibatch size (2048; both backends)")
     p.add_argument("--learning-rate", type=float, default=None, help="Adam step size (3e-4; both backends)")
     p.add_argument("--ent-coef", type=float, default=None, help="entropy bonus (0.002; both backends)")
     p.add_argument("--bc-episodes", type=int, default=None, help="warm-start teacher episodes (default 40; 0: none)")
-    p.add_argument("--threads", type=positive_int, default=None, help="torch threads (default 2)")
+    p.add_argument(
+        "--threads", type=positive_int, default=None,
+        help="torch threads (default 1: with more, spinning threads on busy shared cores slow training tenfold)",
+    )
     p.add_argument("--config", type=Path, default=None, help="a config.json to start from (flags override it)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (rllib: no line per iteration)")
     p.add_argument("--verbose", type=int, default=None, help="stable-baselines3 verbosity (default 0)")
@@ -168,6 +173,7 @@ _TOP = {
     "eval_episodes": "validation_episodes",
     "validation_jobs": "validation_jobs",
     "checkpoint_minutes": "checkpoint_minutes",
+    "max_minutes": "max_minutes",
     "threads": "threads",
     "train_workloads": "train_workloads",
 }
@@ -175,9 +181,9 @@ _PPO = ("n_steps", "n_epochs", "batch_size", "learning_rate", "ent_coef", "bc_ep
 
 #: ``--quick``: a smoke run of seconds (tiny synthetic workloads, two updates of 4 x 64 decisions)
 QUICK = {
-    "timesteps": 512, "n_envs": 4, "jobs_range": (8, 16), "validation_jobs": 10, "validation_episodes": 2,
-    "validation_windows": 1, "test_windows": 1, "test_seeds": 2, "train_workloads": 8, "eval_freq": 256,
-    "threads": 1,
+    "timesteps": 512, "n_envs": 4, "max_minutes": None, "jobs_range": (8, 16), "validation_jobs": 10,
+    "validation_episodes": 2, "validation_windows": 1, "test_windows": 1, "test_seeds": 2, "train_workloads": 8,
+    "eval_freq": 256, "threads": 1,
 }
 QUICK_PPO = {"n_steps": 64, "batch_size": 128, "bc_episodes": 1, "bc_epochs": 1}
 
@@ -197,6 +203,8 @@ def build_config(args: argparse.Namespace) -> Any:
         base = dataclasses.replace(base, **QUICK, ppo=dataclasses.replace(base.ppo, **QUICK_PPO))
     top = {field: getattr(args, arg) for arg, field in _TOP.items() if getattr(args, arg) is not None}
     ppo = {k: getattr(args, k) for k in _PPO if getattr(args, k) is not None}
+    if top.get("max_minutes") == 0:
+        top["max_minutes"] = None
     if args.reference is not None:
         ppo["reference"] = None if args.reference == "none" else args.reference
     traces = tuple(parse_trace(t) for t in args.trace) or base.traces
@@ -224,6 +232,7 @@ _SB3_ONLY = {
     "eval_episodes": "--eval-episodes",
     "validation_jobs": "--validation-jobs",
     "checkpoint_minutes": "--checkpoint-minutes",
+    "max_minutes": "--max-minutes",
     "n_steps": "--n-steps",
     "n_epochs": "--n-epochs",
     "resume": "--resume",
