@@ -230,3 +230,12 @@ def test_split_workloads_from_the_shared_traces():
     assert {s for _, _, s in val} == {500, 501, 502, 503} and {s for _, _, s in test} >= {1000, 1009}
     assert len({n for n, _, _ in test}) == len(test)  # distinct windows
     assert all(len(wl.jobs) == 20 for n, wl, _ in test if not n.startswith("synthetic"))
+
+
+def test_a_wall_clock_limit_ends_the_run_validated_and_saved(tmp_path):
+    cfg = dataclasses.replace(_tiny(tmp_path, "m"), max_minutes=1e-6, timesteps=10_000)
+    out = train(cfg)
+    log = json.loads((out / "train_log.json").read_text())
+    assert log["stopped_by_max_minutes"] and log["updates"] == 1 and log["timesteps"] == 192
+    assert len((out / "learning_curve.csv").read_text().splitlines()) == 3  # header, start, at the stop
+    assert (out / "checkpoint.pt").is_file() and (out / "model.zip").is_file()
