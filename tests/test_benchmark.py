@@ -48,7 +48,7 @@ def test_quick_cli_run_writes_table_csv_json_png(tmp_path, capsys):
 def test_every_section_runs_tiny():
     res = run_benchmark(TINY, data_dir=None, policies=["fifo"], log=lambda _m: None)
     sections = {r.section for r in res.rows}
-    assert sections == {"startup", "steps", "replay", "latency", "marp", "scaling_jobs", "scaling_gpus"}
+    assert sections == {"startup", "steps", "replay", "latency", "marp", "scaling_jobs", "scaling_gpus", "train"}
     assert res.get("startup", "compiled kernels", "seconds") > 0
     kernel_starts = [r.value for r in res.rows if r.metric == "kernels_s"]  # one per scaling child process
     assert len(kernel_starts) == 2 and all(v > 0 for v in kernel_starts)

@@ -86,7 +86,7 @@ def test_start_logits_follow_the_slots(env, policy):
     with th.no_grad():
         la = policy.mlp_extractor.forward_actor(policy.extract_features(_tensor(obs)))
         lb = policy.mlp_extractor.forward_actor(policy.extract_features(_tensor(_permute_queue(env, obs, perm))))
-    assert la.shape == (1, env.action_space.n)
+    assert la.shape == (1, env.action_space.n + 4)  # the actions' logits, then the 4 type logits (factored)
     s0, r0 = env.first_start, env.first_resize
     start_a = la[0, s0:r0].reshape(q, p)
     start_b = lb[0, s0:r0].reshape(q, p)
@@ -146,16 +146,17 @@ def test_frenzy_train_tiny_run(tmp_path):
     code = main(
         [
             "train", "--timesteps", "128", "--n-envs", "1", "--n-steps", "64", "--batch-size", "32",
-            "--eval-freq", "64", "--checkpoint-freq", "64", "--eval-episodes", "1", "--validation-jobs", "8",
+            "--eval-freq", "64", "--checkpoint-minutes", "1", "--eval-episodes", "1", "--validation-jobs", "8",
             "--workload", "synthetic-small", "--out", str(out), "--no-progress", "--seed", "3", "--bc-episodes", "1",
+            "--train-workloads", "4",
         ]
     )  # fmt: skip
     assert code == 0
-    files = ("model.zip", "best_model.zip", "bc_model.zip", "config.json", "train_log.json", "eval/evaluations.npz")
+    files = ("model.zip", "best_model.zip", "bc_model.zip", "config.json", "train_log.json", "checkpoint.pt",
+             "learning_curve.csv")
     for name in files:
         assert (out / name).is_file(), name
-    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["ppo_128_steps.zip", "ppo_64_steps.zip"]
-    assert any((out / "tb").iterdir())
+    assert len((out / "learning_curve.csv").read_text().splitlines()) == 4  # header and 0, 64, 128 decisions
     cfg = TrainConfig.from_dict(json.loads((out / "config.json").read_text()))
     assert cfg.timesteps == 128 and cfg.seed == 3 and cfg.ppo.n_steps == 64
     env = FrenzyEnv(workload="synthetic-small")

@@ -7,17 +7,32 @@ them, and saved models refer to the policy as ``agents.ppo.SlotPlanPolicy``:
   :class:`SlotPlanHead`) and :func:`policy_kwargs_for`;
 - :mod:`agents.ppo.config`: hyperparameters (:class:`PPOConfig`), :class:`TraceWindows`,
   :class:`TrainConfig` and the seed ranges;
-- :mod:`agents.ppo.workloads`: training and validation envs (:class:`MixtureGenerator`, :class:`CycleSeeds`);
-- :mod:`agents.ppo.warmstart`: the behaviour-cloning warm start (:class:`SrptTeacher`);
-- :mod:`agents.ppo.training`: :func:`train`;
+- :mod:`agents.ppo.distribution`: the factored masked action distribution (:func:`factored_log_probs`);
+- :mod:`agents.ppo.workloads`: training, validation and test workloads (:class:`MixtureGenerator`,
+  :func:`validation_workloads`, :func:`test_workloads`);
+- :mod:`agents.ppo.reference`: the reward differenced against a reference scheduler (:class:`RewardShaper`);
+- :mod:`agents.ppo.rollout`: in-process vectorised rollouts and GAE with per-step discounts;
+- :mod:`agents.ppo.warmstart`: the behaviour-cloning warm start (:class:`GrowTeacher`);
+- :mod:`agents.ppo.training`: :func:`train` (resumable);
 - :mod:`agents.ppo.loading`: :func:`load_policy` and the shipped :data:`DEFAULT_MODEL_PATH`.
 
-Training mixes synthetic workloads with real-trace windows; validation uses synthetic seeds 500-999 and test
-(held-out) workloads use seeds >= 1000 and trace windows never trained on. Loading a model runs pickle: only
-load model files you trust (see :mod:`agents.ppo.loading`).
+Training mixes synthetic workloads with windows of ITP clusters 03, 06, 08; validation uses synthetic seeds
+500-999 and clusters 04, 07; test uses seeds >= 1000 and clusters 01, 09, 02 (docs/ppo/splits.md).
+Loading a model runs pickle: only load model files you trust (see :mod:`agents.ppo.loading`).
 """
 
-from agents.ppo.config import TEST_SEED_START, TRAIN_SEEDS, VALIDATION_SEEDS, PPOConfig, TraceWindows, TrainConfig
+from agents.ppo.config import (
+    TEST_SEED_START,
+    TEST_TRACES,
+    TRAIN_SEEDS,
+    TRAIN_TRACES,
+    VALIDATION_SEEDS,
+    VALIDATION_TRACES,
+    PPOConfig,
+    TraceWindows,
+    TrainConfig,
+)
+from agents.ppo.distribution import action_types, factored_log_probs
 from agents.ppo.loading import (
     DEFAULT_CONFIG_PATH,
     DEFAULT_MODEL_PATH,
@@ -28,35 +43,18 @@ from agents.ppo.loading import (
     make_ppo_policy,
 )
 from agents.ppo.network import SlotPlanHead, SlotPlanPolicy, SlotSetExtractor, policy_kwargs_for
+from agents.ppo.reference import ReferenceCache, ReferenceCurve, RewardShaper, differenced_reward, run_reference
+from agents.ppo.rollout import VecRollout, gae, step_discounts
 from agents.ppo.training import train
-from agents.ppo.warmstart import SrptTeacher, behaviour_clone, collect_teacher, scale_reward
-from agents.ppo.workloads import CycleSeeds, MixtureGenerator, make_env, make_validation_env
+from agents.ppo.warmstart import GrowTeacher, SrptTeacher, behaviour_clone, collect_teacher
+from agents.ppo.workloads import MixtureGenerator, make_env, test_workloads, training_generator, validation_workloads
 
 __all__ = [
-    "DEFAULT_CONFIG_PATH",
-    "DEFAULT_MODEL_PATH",
-    "MODELS_DIR",
-    "TEST_SEED_START",
-    "TRAIN_SEEDS",
-    "VALIDATION_SEEDS",
-    "CycleSeeds",
-    "MixtureGenerator",
-    "PPOConfig",
-    "PPOPolicy",
-    "SlotPlanHead",
-    "SlotPlanPolicy",
-    "SlotSetExtractor",
-    "SrptTeacher",
-    "TraceWindows",
-    "TrainConfig",
-    "behaviour_clone",
-    "check_model_path",
-    "collect_teacher",
-    "load_policy",
-    "make_env",
-    "make_ppo_policy",
-    "make_validation_env",
-    "policy_kwargs_for",
-    "scale_reward",
-    "train",
+    "DEFAULT_CONFIG_PATH", "DEFAULT_MODEL_PATH", "MODELS_DIR", "TEST_SEED_START", "TEST_TRACES", "TRAIN_SEEDS",
+    "TRAIN_TRACES", "VALIDATION_SEEDS", "VALIDATION_TRACES", "GrowTeacher", "MixtureGenerator", "PPOConfig",
+    "PPOPolicy", "ReferenceCache", "ReferenceCurve", "RewardShaper", "SlotPlanHead", "SlotPlanPolicy",
+    "SlotSetExtractor", "SrptTeacher", "TraceWindows", "TrainConfig", "VecRollout", "action_types",
+    "behaviour_clone", "check_model_path", "collect_teacher", "differenced_reward", "factored_log_probs", "gae",
+    "load_policy", "make_env", "make_ppo_policy", "policy_kwargs_for", "run_reference", "step_discounts",
+    "test_workloads", "train", "training_generator", "validation_workloads",
 ]

@@ -1,9 +1,10 @@
-"""Training configuration of the MaskablePPO agent: hyperparameters, trace windows and the seed ranges.
+"""Training configuration of the PPO agent: hyperparameters, trace windows, the data split and seed ranges.
 
-:class:`PPOConfig` holds the MaskablePPO and network hyperparameters, :class:`TraceWindows` one real trace
-to cut training windows from, :class:`TrainConfig` everything :func:`agents.ppo.train` needs (saved as JSON
-beside the model). The seed ranges keep training (0-499), validation (500-999) and test (>= 1000)
-workloads apart.
+:class:`PPOConfig` holds the PPO, objective, exploration and network hyperparameters, :class:`TraceWindows`
+one real trace to cut windows from, :class:`TrainConfig` everything :func:`agents.ppo.train` needs (saved
+as JSON beside the model). The seed ranges keep synthetic training (0-499), validation (500-999) and test
+(>= 1000) workloads apart; :data:`TRAIN_TRACES`, :data:`VALIDATION_TRACES` and :data:`TEST_TRACES` do the
+same for the ITP clusters (docs/ppo/splits.md).
 """
 
 from __future__ import annotations
@@ -24,48 +25,88 @@ TEST_SEED_START = 1000  # held-out evaluation: seeds >= 1000
 
 @dataclass(frozen=True)
 class PPOConfig:
-    """MaskablePPO and network hyperparameters (the defaults trained the shipped model).
+    """PPO, objective, exploration and network hyperparameters (the defaults are the shipped run's).
 
-    learning_rate: Adam step size, decayed linearly to ``lr_final_fraction`` of it by the end.
-    n_steps: rollout length per env before each update (n_steps * n_envs samples per update).
-    batch_size: minibatch size; n_epochs: passes over each rollout.
-    gamma: discount per decision (an episode has ~3 decisions per job; 0.995 sees ~200 decisions ahead).
-    gae_lambda: GAE lambda; clip_range: PPO ratio clip; ent_coef: entropy bonus; vf_coef: value-loss
-    weight; max_grad_norm: gradient clipping; target_kl: stop an update early past this KL.
-    normalize_reward: without a warm start, scale rewards by a running std of the discounted return
-    (VecNormalize, no obs normalisation, so the saved model needs no statistics at evaluation); with a warm
-    start, rewards are divided by the fixed std of the teacher's discounted returns (the critic is
-    pre-trained on them).
-    embed_dim, context_dim, pair_hidden, plan_dim, value_hidden: network widths (see :mod:`agents.ppo.network`).
-    resize_bias: initial logit offset of resize actions.
-    bc_episodes: behaviour-cloning warm start: episodes of :class:`~agents.ppo.warmstart.SrptTeacher` on
-    training workloads imitated (masked cross-entropy) before PPO; 0 disables it. bc_epochs, bc_lr: its
-    passes and step size; bc_gpu_cap: the teacher's cap on GPUs as a multiple of the requested count.
+    Optimisation: learning_rate (Adam, decayed linearly to ``lr_final_fraction`` of it by the end); n_steps
+    (decisions per env per rollout: a rollout is n_steps * n_envs decisions); batch_size (minibatch);
+    n_epochs (passes over each rollout); gae_lambda (GAE lambda per decision); clip_range (PPO ratio clip);
+    vf_coef (value-loss weight); max_grad_norm (gradient clipping); target_kl (an update stops early past
+    this approximate KL; None: never).
+
+    Objective (docs/ppo/mdp.md): horizon_h discounts per hour of *simulated* time, ``gamma_t = exp(-dt /
+    horizon)`` for a step lasting dt (None: undiscounted, the return is the whole episode's cost);
+    reference (a ``baselines`` policy name, e.g. "doubling" or "srpt_est") plays every training workload once
+    and the agent is rewarded against its jobs-in-system curve, so an episode's return is ``reward_gain *
+    (reference cost - agent cost) / reference cost`` (cost: total job completion time); reference=None uses
+    the env's raw reward, -(jobs in system x hours), times ``reward_gain`` / the episode's job count.
+
+    Exploration: factored (the factored masked distribution P(type) x P(action | type) of
+    :mod:`agents.ppo.distribution`); type_floor (the minimum share of every legal action type: wait, timed
+    wait, start, resize); ent_coef (entropy bonus of the whole distribution); type_ent_coef (extra bonus on
+    the type distribution's entropy).
+
+    Network (:mod:`agents.ppo.network`): embed_dim, context_dim, pair_hidden, plan_dim, value_hidden widths;
+    critic_pool (the critic's own context with sum pooling and slot counts); resize_bias (initial logit
+    offset of resize actions).
+
+    Warm start (:mod:`agents.ppo.warmstart`): bc_episodes episodes of the teacher (SRPT starts plus
+    grow-into-idle resizes) imitated for bc_epochs passes at bc_lr; 0 disables it. bc_gpu_cap: the teacher's
+    cap on GPUs as a multiple of the requested count.
     """
 
-    learning_rate: float = 1e-4
+    learning_rate: float = 3e-4
     lr_final_fraction: float = 0.1
     n_steps: int = 1024
-    batch_size: int = 256
-    n_epochs: int = 4
-    gamma: float = 0.995
+    batch_size: int = 2048
+    n_epochs: int = 2
     gae_lambda: float = 0.95
-    clip_range: float = 0.1
-    ent_coef: float = 0.001
+    clip_range: float = 0.2
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
-    target_kl: float | None = 0.02
-    normalize_reward: bool = True
-    embed_dim: int = 64
-    context_dim: int = 128
-    pair_hidden: int = 64
+    target_kl: float | None = 0.03
+    horizon_h: float | None = None
+    reference: str | None = "doubling"
+    reward_gain: float = 10.0
+    factored: bool = True
+    type_floor: float = 0.05
+    ent_coef: float = 0.002
+    type_ent_coef: float = 0.01
+    embed_dim: int = 32
+    context_dim: int = 96
+    pair_hidden: int = 32
     plan_dim: int = 16
-    value_hidden: int = 128
+    value_hidden: int = 96
+    critic_pool: bool = True
     resize_bias: float = -2.0
-    bc_episodes: int = 60
-    bc_epochs: int = 6
+    bc_episodes: int = 40
+    bc_epochs: int = 4
     bc_lr: float = 1e-3
     bc_gpu_cap: float = 4.0
+
+    def __post_init__(self) -> None:
+        for name in ("n_steps", "batch_size", "n_epochs", "embed_dim", "context_dim", "pair_hidden", "plan_dim",
+                     "value_hidden", "bc_epochs"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, np.integer)) or v < 1:
+                raise ConfigError(f"ppo.{name} must be a positive integer, got {v!r}")
+        for name in ("learning_rate", "clip_range", "reward_gain", "bc_lr", "bc_gpu_cap"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
+                raise ConfigError(f"ppo.{name} must be a positive number, got {v!r}")
+        if self.horizon_h is not None and not (isinstance(self.horizon_h, (int, float)) and self.horizon_h > 0):
+            raise ConfigError(f"ppo.horizon_h must be a positive number of hours or None, got {self.horizon_h!r}")
+        if not (0.0 <= self.gae_lambda <= 1.0):
+            raise ConfigError(f"ppo.gae_lambda must be in [0, 1], got {self.gae_lambda!r}")
+        if not (0.0 <= self.type_floor < 1.0):
+            raise ConfigError(f"ppo.type_floor must be in [0, 1), got {self.type_floor!r}")
+        if not isinstance(self.bc_episodes, (int, np.integer)) or self.bc_episodes < 0:
+            raise ConfigError(f"ppo.bc_episodes must be an integer >= 0, got {self.bc_episodes!r}")
+        if self.reference is not None and not isinstance(self.reference, str):
+            raise ConfigError(f"ppo.reference must be a baseline policy name or None, got {self.reference!r}")
+
+
+#: PPOConfig keys of configurations written before the time-discounted trainer; dropped when read.
+LEGACY_PPO_KEYS = ("gamma", "normalize_reward")
 
 
 @dataclass(frozen=True)
@@ -85,20 +126,43 @@ class TraceWindows:
 
 
 
+#: The split of the ITP traces (file in ``traces/itp`` of the shared data, load_scale): load-matched so each
+#: offers ~85-100 busy GPUs on average to the 96-GPU testbed (offered GPU-seconds per second of the whole
+#: file: cluster01 28, 02 86, 03 140, 04 495, 06 87, 07 257, 08 66, 09 31). Training, validation and test
+#: use disjoint clusters: a cluster's jobs never appear in two splits.
+TRAIN_TRACES = (("cluster03.csv", 0.7), ("cluster06.csv", 1.0), ("cluster08.csv", 1.3))
+VALIDATION_TRACES = (("cluster04.csv", 0.18), ("cluster07.csv", 0.35))
+TEST_TRACES = (("cluster01.csv", 3.2), ("cluster09.csv", 2.9), ("cluster02.csv", 1.0))
+
+
 @dataclass(frozen=True)
 class TrainConfig:
-    """Everything :func:`~agents.ppo.training.train` needs; saved as JSON beside the model.
+    """Everything :func:`~agents.ppo.training.train` needs; saved as ``config.json`` beside the model.
 
-    timesteps: environment steps in total; n_envs: parallel envs; vec_env: "dummy" (one process) or
-    "subproc"; seed: seeds PPO, the envs and the workload draws; cluster: cluster preset; workload:
-    "mix" (:class:`MixtureGenerator` over synthetic workloads and ``traces``) or a workload preset name;
-    traces: training trace windows; validation_episodes: synthetic validation workloads (seeds 500, 501,
-    ...) run by the evaluation callback every ``eval_freq`` steps; checkpoint_freq: steps between
-    checkpoints; out_dir: output folder; threads: torch threads; queue_slots, running_slots: env sizes.
+    timesteps: decisions (env steps over all envs) in total; n_envs: envs stepped together in this process
+    (their observations go through the network as one batch); vec_env: "dummy" (in-process, the only
+    kind: on a few cores it beats subprocesses); seed: seeds the network, the envs and the workload draws;
+    cluster: cluster preset; workload: "mix" (:class:`~agents.ppo.workloads.MixtureGenerator` over
+    synthetic workloads and ``traces``) or a workload preset; traces: training trace windows;
+    trace_fraction, jobs_range, load_range: the mixture's trace share and synthetic sizes and loads;
+    train_workloads: training episodes draw their workload seed from this many seeds (a finite pool, so
+    the reference run of each is cached and reused).
+
+    Validation (every ``eval_freq`` decisions, deterministic): ``validation_episodes`` synthetic workloads
+    (``validation_jobs`` jobs, load ``validation_load``, seeds 500, 501, ...) and ``validation_windows``
+    fixed windows of each of ``validation_traces``. Test (never used in training or validation; recorded
+    here for ``scripts/evaluate_ppo.py``): ``test_windows`` fixed windows of each of ``test_traces`` and
+    ``test_seeds`` synthetic seeds from 1000.
+
+    max_minutes: a wall-clock limit (None: none): training ends after the first update past it, with a final
+    validation and checkpoint, as at ``timesteps`` (the learning rate schedule still runs to ``timesteps``);
+    checkpoint_minutes: wall minutes between checkpoints (also written at every validation and at the end);
+    out_dir: output folder; threads: torch threads; queue_slots, running_slots: env sizes; progress: a
+    progress bar; verbose: a line per update.
     """
 
-    timesteps: int = 240_000
-    n_envs: int = 2
+    timesteps: int = 3_000_000
+    n_envs: int = 16
     vec_env: str = "dummy"
     seed: int = 0
     cluster: str = "frenzy-testbed"
@@ -107,11 +171,18 @@ class TrainConfig:
     trace_fraction: float = 0.3
     jobs_range: tuple[int, int] = (100, 200)
     load_range: tuple[float, float] = (0.5, 1.0)
+    train_workloads: int = 1000
     validation_jobs: int = 200
     validation_load: float = 0.7
     validation_episodes: int = 4
-    eval_freq: int = 24_000
-    checkpoint_freq: int = 50_000
+    validation_traces: tuple[TraceWindows, ...] = ()
+    validation_windows: int = 3
+    test_traces: tuple[TraceWindows, ...] = ()
+    test_windows: int = 6
+    test_seeds: int = 10
+    eval_freq: int = 300_000
+    max_minutes: float | None = 52.0
+    checkpoint_minutes: float = 5.0
     out_dir: str = "runs/ppo"
     threads: int = 1
     queue_slots: int = 64
@@ -121,28 +192,57 @@ class TrainConfig:
     ppo: PPOConfig = field(default_factory=PPOConfig)
 
     def __post_init__(self) -> None:
-        for name in ("timesteps", "n_envs", "validation_episodes", "eval_freq", "checkpoint_freq", "threads"):
+        for name in ("timesteps", "n_envs", "validation_episodes", "eval_freq", "threads", "train_workloads",
+                     "queue_slots", "running_slots"):
             v = getattr(self, name)
             if not isinstance(v, (int, np.integer)) or v < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {v!r}")
-        if self.vec_env not in ("dummy", "subproc"):
-            raise ConfigError(f"vec_env must be 'dummy' or 'subproc', got {self.vec_env!r}")
+        for name in ("validation_windows", "test_windows", "test_seeds"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, np.integer)) or v < 0:
+                raise ConfigError(f"{name} must be an integer >= 0, got {v!r}")
+        if self.max_minutes is not None and not (isinstance(self.max_minutes, (int, float)) and self.max_minutes > 0):
+            raise ConfigError(f"max_minutes must be a positive number or None, got {self.max_minutes!r}")
+        if not (isinstance(self.checkpoint_minutes, (int, float)) and self.checkpoint_minutes > 0):
+            raise ConfigError(f"checkpoint_minutes must be a positive number, got {self.checkpoint_minutes!r}")
+        if self.vec_env != "dummy":
+            raise ConfigError(
+                f"vec_env must be 'dummy' (the trainer steps its envs in this process), got {self.vec_env!r}"
+            )
+        if self.ppo.batch_size > self.ppo.n_steps * self.n_envs:
+            raise ConfigError(
+                f"ppo.batch_size={self.ppo.batch_size} exceeds a rollout of n_steps * n_envs = "
+                f"{self.ppo.n_steps * self.n_envs} decisions"
+            )
+
+    @property
+    def rollout_size(self) -> int:
+        """Decisions per rollout (and per PPO update): ``ppo.n_steps * n_envs``."""
+        return self.ppo.n_steps * self.n_envs
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
-        """The configuration of a ``config.json`` (its ``obs_version``, a record of the run, is not a field)."""
+        """The configuration of a ``config.json`` (records of the run such as ``obs_version`` are not fields;
+        PPO keys of older trainers, :data:`LEGACY_PPO_KEYS`, are dropped)."""
         data = dict(data)
-        data.pop("obs_version", None)
-        ppo = PPOConfig(**data.pop("ppo", {}))
-        traces = tuple(
-            TraceWindows(**{**t, "exclude": tuple(tuple(x) for x in t.get("exclude", ()))})
-            for t in data.pop("traces", ())
-        )
+        for key in ("obs_version", "env_version", "split"):
+            data.pop(key, None)
+        for key in ("checkpoint_freq",):  # counted in steps by the older trainer; now checkpoint_minutes
+            data.pop(key, None)
+        ppo_data = {k: v for k, v in data.pop("ppo", {}).items() if k not in LEGACY_PPO_KEYS}
+        ppo = PPOConfig(**ppo_data)
+        trace_sets = {}
+        for key in ("traces", "validation_traces", "test_traces"):
+            trace_sets[key] = tuple(
+                TraceWindows(**{**t, "exclude": tuple(tuple(x) for x in t.get("exclude", ()))})
+                for t in data.pop(key, ())
+            )
         for key in ("jobs_range", "load_range"):
             if key in data:
                 data[key] = tuple(data[key])
-        return cls(ppo=ppo, traces=traces, **data)
-
+        if data.get("vec_env") == "subproc":
+            data["vec_env"] = "dummy"
+        return cls(ppo=ppo, **trace_sets, **data)

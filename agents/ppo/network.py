@@ -14,6 +14,11 @@ predicted run time on each of the P plan slots. The policy treats the slots as *
    The same weights score every (slot, plan) pair, so the policy is equivariant to slot order and learns
    "which job, on how many GPUs of which type" from the per-plan time features rather than 865 separate
    output units. The value is an MLP of the context.
+3. Options of new models (old models load unchanged, without them): ``critic_pool`` gives the critic its own
+   context over *sum* pooling and slot counts as well (the load: a mean or max cannot tell 3 queued jobs from
+   60); ``factored`` adds four action-type logits and makes the action distribution the factored masked one
+   of :mod:`agents.ppo.distribution` (with ``type_floor``, every legal action type keeps a minimum
+   probability).
 
 Masks come from the env (``action_masks()``); MaskablePPO puts -inf on illegal logits.
 :class:`SlotPlanPolicy` is the stable-baselines3 policy class that assembles both; :func:`policy_kwargs_for`
@@ -33,6 +38,7 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
 from agents.ppo.config import PPOConfig
+from agents.ppo.distribution import NUM_TYPES, action_types, factored_distribution, factored_log_probs
 from frenzy_env.errors import ConfigError
 
 
@@ -41,6 +47,15 @@ def _mlp(sizes: list[int]) -> nn.Sequential:
     for a, b in zip(sizes[:-1], sizes[1:]):
         layers += [nn.Linear(a, b), nn.ReLU()]
     return nn.Sequential(*layers)
+
+
+def _packed(f: nn.Module, x: th.Tensor, present: th.Tensor, width: int) -> th.Tensor:
+    """``f`` applied to the present rows of ``x`` (B, S, F) only -> (B, S, width), zeros elsewhere (most
+    slots are empty: this is several times cheaper than embedding all of them, with the same result)."""
+    idx = present.nonzero(as_tuple=True)
+    out = x.new_zeros(x.shape[0], x.shape[1], width)
+    out[idx] = f(x[idx])
+    return out
 
 
 def _masked_pool(emb: th.Tensor, present: th.Tensor) -> th.Tensor:
@@ -69,7 +84,8 @@ class SlotSetExtractor(BaseFeaturesExtractor):
 
     The flat output is ``[context (C) | queue embeddings (Q*d) | running embeddings (R*d) | queue plan
     times (Q*P) | running plan times (R*P) | queue best time (Q) | running remaining time (R) | free share
-    per plan (P)]``; :meth:`split` returns the pieces with their shapes.
+    per plan (P) | queue present (Q) | running present (R) | critic context (C, with critic_pool)]``;
+    :meth:`split` returns the pieces with their shapes.
     """
 
     def __init__(
@@ -82,6 +98,7 @@ class SlotSetExtractor(BaseFeaturesExtractor):
         num_waits: int = 0,
         embed_dim: int = 64,
         context_dim: int = 128,
+        critic_pool: bool = False,
     ) -> None:
         q, r, p = int(queue_slots), int(running_slots), len(plan_type)
         self.num_waits = int(num_waits)
@@ -96,7 +113,8 @@ class SlotSetExtractor(BaseFeaturesExtractor):
         n_nodes = observation_space["nodes"].shape[0]
         n_glob = observation_space["globals"].shape[0]
         d, c = int(embed_dim), int(context_dim)
-        features_dim = c + q * d + r * d + q * p + r * p + q + r + p
+        self.critic_pool = bool(critic_pool)
+        features_dim = c + q * d + r * d + q * p + r * p + 2 * (q + r) + p + (c if self.critic_pool else 0)
         super().__init__(observation_space, features_dim)
         self.q, self.r, self.p, self.d, self.c = q, r, p, d, c
         self.qf, self.rf, self.n_types = qf, rf, n_types
@@ -108,6 +126,8 @@ class SlotSetExtractor(BaseFeaturesExtractor):
         self.running_encoder = _mlp([rf, d, d])
         ctx_in = 4 * d + 2 * n_types + n_nodes + n_glob
         self.context = _mlp([ctx_in, c, c])
+        if self.critic_pool:  # the critic's own context: pools, sums, counts and the global aggregates
+            self.critic_context = _mlp([ctx_in + 2 * d + 2, c, c])
 
     def encode(self, obs: dict[str, th.Tensor]) -> dict[str, th.Tensor]:
         """Named pieces: context (B, C), queue_emb (B, Q, d), running_emb (B, R, d), queue_times (B, Q, P),
@@ -118,22 +138,21 @@ class SlotSetExtractor(BaseFeaturesExtractor):
         nf_q, nf_r = self.qf - self.p, self.rf - self.p
         q_present = queue[:, :, 0]
         r_present = running[:, :, 0]
-        q_emb = self.queue_encoder(queue) * q_present.unsqueeze(-1)
-        r_emb = self.running_encoder(running) * r_present.unsqueeze(-1)
-        ctx = self.context(
-            th.cat(
-                [
-                    _masked_pool(q_emb, q_present),
-                    _masked_pool(r_emb, r_present),
-                    obs["gpus"],
-                    obs["nodes"],
-                    obs["globals"],
-                ],
-                dim=-1,
-            )
+        q_emb = _packed(self.queue_encoder, queue, q_present > 0, self.d)
+        r_emb = _packed(self.running_encoder, running, r_present > 0, self.d)
+        ctx_in = th.cat(
+            [
+                _masked_pool(q_emb, q_present),
+                _masked_pool(r_emb, r_present),
+                obs["gpus"],
+                obs["nodes"],
+                obs["globals"],
+            ],
+            dim=-1,
         )
+        ctx = self.context(ctx_in)
         free_by_type = obs["gpus"][:, : self.n_types]  # (B, T)
-        return {
+        out = {
             "context": ctx,
             "queue_emb": q_emb,
             "running_emb": r_emb,
@@ -142,12 +161,31 @@ class SlotSetExtractor(BaseFeaturesExtractor):
             "queue_best": queue[:, :, 2],
             "running_rem": running[:, :, 2],
             "plan_free": free_by_type[:, self.plan_type],
+            "queue_present": q_present,
+            "running_present": r_present,
         }
+        if self.critic_pool:
+            load = th.cat(
+                [
+                    q_emb.sum(1) / self.q,
+                    r_emb.sum(1) / self.r,
+                    q_present.sum(1, keepdim=True) / self.q,
+                    r_present.sum(1, keepdim=True) / self.r,
+                ],
+                dim=-1,
+            )
+            out["critic"] = self.critic_context(th.cat([ctx_in, load], dim=-1))
+        return out
+
+    @property
+    def pieces(self) -> tuple[str, ...]:
+        """The names of the flat output's pieces, in order."""
+        return _PIECES + (("critic",) if self.critic_pool else ())
 
     def forward(self, obs: dict[str, th.Tensor]) -> th.Tensor:
         e = self.encode(obs)
         b = e["context"].shape[0]
-        return th.cat([e[k].reshape(b, -1) for k in _PIECES], dim=-1)
+        return th.cat([e[k].reshape(b, -1) for k in self.pieces], dim=-1)
 
     def split(self, features: th.Tensor) -> dict[str, th.Tensor]:
         """Inverse of :meth:`forward`: the flat features back into named tensors."""
@@ -162,9 +200,12 @@ class SlotSetExtractor(BaseFeaturesExtractor):
             "queue_best": (q,),
             "running_rem": (r,),
             "plan_free": (p,),
+            "queue_present": (q,),
+            "running_present": (r,),
+            "critic": (self.c,),
         }
         out, i = {}, 0
-        for k in _PIECES:
+        for k in self.pieces:
             n = math.prod(shapes[k])
             out[k] = features[:, i : i + n].reshape(b, *shapes[k])
             i += n
@@ -180,6 +221,8 @@ _PIECES = (
     "queue_best",
     "running_rem",
     "plan_free",
+    "queue_present",
+    "running_present",
 )
 
 
@@ -208,27 +251,43 @@ class _PairScorer(nn.Module):
         self.key_out = nn.Linear(hidden, hidden)
         self.scale = 1.0 / math.sqrt(hidden)
 
-    def forward(self, emb: th.Tensor, pair: th.Tensor, plan_in: th.Tensor, ctx: th.Tensor) -> th.Tensor:
-        # emb (B, S, d), pair (B, S, P, F), plan_in (B, P, 2), ctx (B, C) -> (B, S, P)
+    def forward(
+        self, emb: th.Tensor, times: th.Tensor, ref: th.Tensor, plan_in: th.Tensor, ctx: th.Tensor,
+        present: th.Tensor,
+    ) -> th.Tensor:
+        # emb (B, S, d), times (B, S, P), ref (B, S), plan_in (B, P, 2), ctx (B, C), present (B, S) -> (B, S, P);
+        # only present slots are scored (the others' actions are illegal: 0 there)
         b, p = plan_in.shape[:2]
-        h = th.relu(self.slot_in(emb) + self.slot_ctx(ctx)[:, None, :])  # (B, S, H)
-        lin = (pair * self.coef(h)[:, :, None, :]).sum(-1)  # (B, S, P)
+        bi, si = (present > 0).nonzero(as_tuple=True)
+        h = th.relu(self.slot_in(emb[bi, si]) + self.slot_ctx(ctx)[bi])  # (n, H)
+        lin = (SlotPlanHead.pair(times[bi, si], ref[bi, si]) * self.coef(h)[:, None, :]).sum(-1)  # (n, P)
         k_in = th.cat([self.plan_emb.expand(b, p, -1), plan_in], dim=-1)  # (B, P, plan_dim + 2)
         keys = self.key_out(th.relu(self.key_in(k_in) + self.key_ctx(ctx)[:, None, :]))  # (B, P, H)
-        return lin + th.bmm(self.query(h), keys.transpose(1, 2)) * self.scale
+        att = (self.query(h)[:, None, :] * keys[bi]).sum(-1) * self.scale  # (n, P)
+        out = emb.new_zeros(emb.shape[0], emb.shape[1], p)
+        out[bi, si] = lin + att
+        return out
 
 
 class SlotPlanHead(nn.Module):
     """Actor logits in the env's action layout and the critic latent (the "mlp_extractor" of SB3).
 
     ``forward_actor(features)`` -> (B, 1 + W + Q*P + R*P) logits ("wait" and the W timed waits from the
-    context, then the starts and resizes); ``forward_critic(features)`` -> (B, H).
+    context, then the starts and resizes), followed with ``factored`` by the 4 action-type logits;
+    ``forward_critic(features)`` -> (B, H), from the critic's own context when the extractor has one.
     """
 
     def __init__(
-        self, extractor: SlotSetExtractor, pair_hidden: int = 64, plan_dim: int = 16, value_hidden: int = 128
+        self,
+        extractor: SlotSetExtractor,
+        pair_hidden: int = 64,
+        plan_dim: int = 16,
+        value_hidden: int = 128,
+        factored: bool = False,
     ) -> None:
         super().__init__()
+        self.critic_key = "critic" if extractor.critic_pool else "context"
+        self.factored = bool(factored)
         self._split = extractor.split  # a bound method, not a submodule (no duplicate parameters)
         self.register_buffer("count_feat", extractor.plan_count_feat.clone(), persistent=False)
         c, d, p = extractor.c, extractor.d, extractor.p
@@ -238,24 +297,41 @@ class SlotPlanHead(nn.Module):
         self.value = _mlp([c, value_hidden, value_hidden])
         self.latent_dim_pi = 1 + extractor.num_waits + extractor.q * p + extractor.r * p
         self.latent_dim_vf = value_hidden
+        if self.factored:
+            self.type_head = nn.Linear(c, NUM_TYPES)
 
     @staticmethod
-    def _pair(times: th.Tensor, ref: th.Tensor) -> th.Tensor:
-        avail = (times > 0).float()  # (B, S, P)
+    def pair(times: th.Tensor, ref: th.Tensor) -> th.Tensor:
+        """Pair features (..., P, 4) of plan times (..., P) and the slot's reference time (...)."""
+        avail = (times > 0).float()  # (..., P)
         above = (times - ref.unsqueeze(-1)) * avail * 4.0
         return th.stack([times, avail, above, above * above], dim=-1)
 
-    def forward_actor(self, features: th.Tensor) -> th.Tensor:
-        e = self._split(features)
+    def actor(self, e: dict[str, th.Tensor]) -> th.Tensor:
+        """Actor logits from the extractor's named pieces (:meth:`SlotSetExtractor.encode`)."""
         ctx = e["context"]
         b = ctx.shape[0]
         plan_in = th.stack([e["plan_free"], self.count_feat.expand(b, -1)], dim=-1)  # (B, P, 2)
-        q_logits = self.queue_scorer(e["queue_emb"], self._pair(e["queue_times"], e["queue_best"]), plan_in, ctx)
-        r_logits = self.running_scorer(e["running_emb"], self._pair(e["running_times"], e["running_rem"]), plan_in, ctx)
-        return th.cat([self.wait(ctx), q_logits.reshape(b, -1), r_logits.reshape(b, -1)], dim=-1)
+        q_logits = self.queue_scorer(
+            e["queue_emb"], e["queue_times"], e["queue_best"], plan_in, ctx, e["queue_present"]
+        )
+        r_logits = self.running_scorer(
+            e["running_emb"], e["running_times"], e["running_rem"], plan_in, ctx, e["running_present"]
+        )
+        parts = [self.wait(ctx), q_logits.reshape(b, -1), r_logits.reshape(b, -1)]
+        if self.factored:
+            parts.append(self.type_head(ctx))
+        return th.cat(parts, dim=-1)
+
+    def critic(self, e: dict[str, th.Tensor]) -> th.Tensor:
+        """Critic latent from the extractor's named pieces."""
+        return self.value(e[self.critic_key])
+
+    def forward_actor(self, features: th.Tensor) -> th.Tensor:
+        return self.actor(self._split(features))
 
     def forward_critic(self, features: th.Tensor) -> th.Tensor:
-        return self.value(self._split(features)["context"])
+        return self.critic(self._split(features))
 
     def forward(self, features: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
         return self.forward_actor(features), self.forward_critic(features)
@@ -266,7 +342,10 @@ class SlotPlanPolicy(MaskableActorCriticPolicy):
 
     Extra keyword arguments: ``pair_hidden`` (width of the pair MLP), ``plan_dim`` (plan embedding width),
     ``value_hidden`` (critic width), ``resize_bias`` (initial logit offset of resize actions; negative makes
-    the untrained policy rarely resize, as restarts cost time).
+    the untrained policy rarely resize, as restarts cost time), ``factored`` (the factored masked
+    distribution of :mod:`agents.ppo.distribution`) and ``type_floor`` (its minimum share per legal type).
+    With ``factored``, :meth:`action_log_probs` gives the normalised log-probabilities and every SB3 entry
+    point (``predict``, ``forward``, ``evaluate_actions``, ``get_distribution``) uses them.
     """
 
     def __init__(
@@ -276,10 +355,13 @@ class SlotPlanPolicy(MaskableActorCriticPolicy):
         plan_dim: int = 16,
         value_hidden: int = 128,
         resize_bias: float = -2.0,
+        factored: bool = False,
+        type_floor: float = 0.0,
         **kwargs: Any,
     ) -> None:
         self.pair_hidden, self.plan_dim, self.value_hidden = pair_hidden, plan_dim, value_hidden
         self.resize_bias = resize_bias
+        self.factored, self.type_floor = bool(factored), float(type_floor)
         kwargs.setdefault("features_extractor_class", SlotSetExtractor)
         super().__init__(*args, **kwargs)
 
@@ -289,6 +371,14 @@ class SlotPlanPolicy(MaskableActorCriticPolicy):
             pair_hidden=self.pair_hidden,
             plan_dim=self.plan_dim,
             value_hidden=self.value_hidden,
+            factored=self.factored,
+        )
+        fe = self.features_extractor
+        first_start = 1 + fe.num_waits
+        self.register_buffer(
+            "action_type",
+            action_types(self.action_space.n, first_start, first_start + fe.q * fe.p),
+            persistent=False,
         )
 
     def _build(self, lr_schedule: Any) -> None:
@@ -312,6 +402,9 @@ class SlotPlanPolicy(MaskableActorCriticPolicy):
             ):
                 nn.init.orthogonal_(out.weight, gain=0.01)
                 nn.init.zeros_(out.bias)
+            if self.factored:  # every type equally likely at first
+                nn.init.orthogonal_(head.type_head.weight, gain=0.01)
+                nn.init.zeros_(head.type_head.bias)
             nn.init.constant_(head.running_scorer.coef.bias[1], self.resize_bias)  # x availability (1 if legal)
         self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
 
@@ -322,8 +415,49 @@ class SlotPlanPolicy(MaskableActorCriticPolicy):
             plan_dim=self.plan_dim,
             value_hidden=self.value_hidden,
             resize_bias=self.resize_bias,
+            factored=self.factored,
+            type_floor=self.type_floor,
         )
         return data
+
+    # ------------------------------------------------------------------ the factored distribution
+    def action_log_probs(self, latent_pi: th.Tensor, action_masks: Any) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
+        """``(logp (B, A), type_logp (B, 4), entropy (B,))`` of the factored distribution for the actor latent
+        ``latent_pi`` (per-action logits then type logits) and the masks (None: every action legal)."""
+        n = self.action_space.n
+        logits, type_logits = latent_pi[:, :n], latent_pi[:, n:]
+        if action_masks is None:
+            mask = th.ones_like(logits, dtype=th.bool)
+        else:
+            mask = th.as_tensor(action_masks, device=logits.device).reshape(logits.shape).bool()
+        return factored_log_probs(logits, type_logits, mask, self.action_type, self.type_floor)
+
+    def _distribution(self, latent_pi: th.Tensor, action_masks: Any) -> Any:
+        if not self.factored:
+            dist = self._get_action_dist_from_latent(latent_pi)
+            if action_masks is not None:
+                dist.apply_masking(action_masks)
+            return dist
+        logp, type_logp, _ = self.action_log_probs(latent_pi, action_masks)
+        return factored_distribution(logp, type_logp, self.action_type)
+
+    def forward(self, obs: Any, deterministic: bool = False, action_masks: Any = None) -> Any:
+        features = self.extract_features(obs)
+        latent_pi, latent_vf = self.mlp_extractor(features)
+        values = self.value_net(latent_vf)
+        dist = self._distribution(latent_pi, action_masks)
+        actions = dist.get_actions(deterministic=deterministic)
+        return actions, values, dist.log_prob(actions)
+
+    def evaluate_actions(self, obs: Any, actions: th.Tensor, action_masks: Any = None) -> Any:
+        features = self.extract_features(obs)
+        latent_pi, latent_vf = self.mlp_extractor(features)
+        dist = self._distribution(latent_pi, action_masks)
+        return self.value_net(latent_vf), dist.log_prob(actions), dist.entropy()
+
+    def get_distribution(self, obs: Any, action_masks: Any = None) -> Any:
+        features = self.extract_features(obs)
+        return self._distribution(self.mlp_extractor.forward_actor(features), action_masks)
 
 
 def policy_kwargs_for(env: Any, ppo: PPOConfig) -> dict[str, Any]:
@@ -338,10 +472,13 @@ def policy_kwargs_for(env: Any, ppo: PPOConfig) -> dict[str, Any]:
             "num_waits": len(base.wait_options),
             "embed_dim": ppo.embed_dim,
             "context_dim": ppo.context_dim,
+            "critic_pool": ppo.critic_pool,
         },
         "pair_hidden": ppo.pair_hidden,
         "plan_dim": ppo.plan_dim,
         "value_hidden": ppo.value_hidden,
         "resize_bias": ppo.resize_bias,
+        "factored": ppo.factored,
+        "type_floor": ppo.type_floor,
     }
 

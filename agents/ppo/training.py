@@ -1,13 +1,24 @@
-"""Training the MaskablePPO agent: :func:`train` runs warm start, PPO, validation and checkpoints for a config.
+"""Training the PPO scheduler: warm start, rollouts, updates, validation, checkpoints and resume.
 
-:func:`train` writes the configuration, the models (final, best on validation, warm-started), checkpoints,
-the validation curve, TensorBoard logs and a training log into ``cfg.out_dir``.
+:func:`train` runs PPO (clipped surrogate, GAE with a discount per step of simulated time, the reward
+differenced against a reference scheduler, the factored masked distribution) on the
+:class:`~agents.ppo.network.SlotPlanPolicy` of an sb3-contrib ``MaskablePPO`` container, so every model it
+writes loads with :func:`~agents.ppo.loading.load_policy` and ``frenzy evaluate --policies ppo``. The loop is
+this module's own (not ``MaskablePPO.learn``): per-step discounts, the factored distribution's log-probs
+and type entropy, and resumable state need it.
+
+Output folder: ``config.json`` (the configuration, the split, obs/env versions), ``model.zip`` (latest),
+``best_model.zip`` (best validation average JCT), ``bc_model.zip`` (after the warm start),
+``checkpoint.pt`` (everything needed to resume: network, optimizer, RNGs, envs mid-episode, the seed
+cursor, counters, the validation curve), ``learning_curve.csv`` / ``.png`` (validation average JCT against
+decisions, with the reference's), ``updates.jsonl`` (a line per update) and ``train_log.json``.
 """
 
 from __future__ import annotations
 
 import json
-import math
+import os
+import pickle
 import time
 from pathlib import Path
 from typing import Any
@@ -16,173 +27,342 @@ import numpy as np
 import torch as th
 
 from agents.ppo.config import TrainConfig
+from agents.ppo.distribution import entropy, greedy_actions
 from agents.ppo.network import SlotPlanPolicy, policy_kwargs_for
-from agents.ppo.warmstart import behaviour_clone, collect_teacher, scale_reward
-from agents.ppo.workloads import _training_generator, make_env, make_validation_env
+from agents.ppo.reference import ReferenceCache, RewardShaper, run_reference
+from agents.ppo.rollout import OBS_KEYS, VecRollout, gae, obs_tensors, policy_outputs
+from agents.ppo.workloads import make_env, training_generator, validation_workloads
 from frenzy_env.observation import OBS_VERSION
 
-
-def _callbacks(cfg: TrainConfig, out: Path, eval_env: Any) -> list[Any]:
-    from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback
-    from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
-
-    class RewindingEval(MaskableEvalCallback):
-        """MaskableEvalCallback that replays the same validation workloads at every evaluation, and also
-        evaluates before the first update (so a warm-started policy is a candidate for the best model)."""
-
-        def _on_training_start(self) -> None:
-            super()._on_training_start()
-            self._on_step()  # n_calls is 0 here: evaluates
-
-        def _on_step(self) -> bool:
-            if self.eval_freq > 0 and self.n_calls % self.eval_freq == 0:
-                self.eval_env.env_method("rewind")
-            return super()._on_step()
-
-    class Progress(BaseCallback):
-        """tqdm progress bar; logs each finished episode's average JCT (hours) to TensorBoard."""
-
-        def __init__(self, total: int, show: bool) -> None:
-            super().__init__()
-            self.total, self.show, self.bar = total, show, None
-            self.last_jct = math.nan
-
-        def _on_training_start(self) -> None:
-            from frenzy_env.progress import progress_bar
-
-            self.bar = progress_bar(self.total, show=self.show, unit="step", desc="train")
-
-        def _on_step(self) -> bool:
-            for info in self.locals.get("infos", ()):
-                m = info.get("metrics")
-                if m:
-                    self.last_jct = m["avg_jct_h"]
-                    self.logger.record_mean("rollout/avg_jct_h", self.last_jct)
-                    self.logger.record_mean("rollout/gpu_hours", m["gpu_hours"])
-            if self.bar is not None:
-                self.bar.update(self.training_env.num_envs)
-                if self.n_calls % 200 == 0:
-                    self.bar.set_postfix_str(f"last avg JCT {self.last_jct:.2f} h")
-            return True
-
-        def _on_training_end(self) -> None:
-            if self.bar is not None:
-                self.bar.close()
-
-    per_env = lambda steps: max(1, steps // cfg.n_envs)  # noqa: E731  callbacks count vec steps
-    eval_cb = RewindingEval(
-        eval_env,
-        n_eval_episodes=cfg.validation_episodes,
-        eval_freq=per_env(cfg.eval_freq),
-        best_model_save_path=str(out),
-        log_path=str(out / "eval"),
-        deterministic=True,
-        verbose=cfg.verbose,
-    )
-    ckpt = CheckpointCallback(
-        save_freq=per_env(cfg.checkpoint_freq), save_path=str(out / "checkpoints"), name_prefix="ppo"
-    )
-    return [Progress(cfg.timesteps, cfg.progress), eval_cb, ckpt]
+ENV_VERSION = "v2"
+CURVE_FIELDS = ("decisions", "updates", "wall_s", "val_avg_jct_h", "ref_avg_jct_h", "val_over_ref")
 
 
-
-def _quiet(*_: Any) -> None:
-    """A logger that prints nothing (behaviour cloning without --verbose or progress)."""
-
-
-def _has_tensorboard() -> bool:
-    """TensorBoard logs need the ``tensorboard`` package; without it training runs and warns once."""
-    import importlib.util
-    import warnings
-
-    if importlib.util.find_spec("tensorboard") is None:
-        warnings.warn("tensorboard is not installed: no TensorBoard logs (pip install tensorboard)", stacklevel=3)
-        return False
-    return True
-
-
-def train(cfg: TrainConfig) -> Path:
-    """Train MaskablePPO as configured; returns the output folder.
-
-    Writes ``config.json`` (the full configuration, before training starts), ``model.zip`` (final),
-    ``best_model.zip`` (best on validation), ``checkpoints/``, ``eval/evaluations.npz`` (validation curve),
-    ``tb/`` (TensorBoard) and ``train_log.json`` (wall time, timesteps).
-    """
+def _container(cfg: TrainConfig, probe: Any) -> Any:
+    """The MaskablePPO object holding the policy (used to save models in stable-baselines3's format)."""
     from sb3_contrib import MaskablePPO
-    from stable_baselines3.common.utils import set_random_seed
-    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
+    from stable_baselines3.common.vec_env import DummyVecEnv
 
-    th.set_num_threads(cfg.threads)
-    set_random_seed(cfg.seed)
-    out = Path(cfg.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    record = {**cfg.to_dict(), "obs_version": OBS_VERSION}  # load_policy checks the encoding against it
-    (out / "config.json").write_text(json.dumps(record, indent=2) + "\n")
-    gen = _training_generator(cfg)
     p = cfg.ppo
-    t0 = time.time()
-    info: dict[str, Any] = {}
-    data = None
-    if p.bc_episodes > 0:
-        data = collect_teacher(cfg, gen)
-        info["teacher_avg_jct_hours"] = data["teacher_avg_jct_hours"]
-    fns = [lambda r=r: make_env(cfg, gen, r) for r in range(cfg.n_envs)]
-    venv = SubprocVecEnv(fns) if cfg.vec_env == "subproc" and cfg.n_envs > 1 else DummyVecEnv(fns)
-    eval_env = DummyVecEnv([lambda: make_validation_env(cfg)])
-    if data is not None:  # a fixed reward scale: the std of the teacher's discounted returns
-        reward_scale = float(max(np.std(data["returns"]), 1e-6))
-        info["reward_scale"] = reward_scale
-        venv = scale_reward(venv, reward_scale)
-        eval_env = scale_reward(eval_env, 1.0)  # same wrapper type; validation reports raw returns
-    elif p.normalize_reward:
-        venv = VecNormalize(venv, norm_obs=False, norm_reward=True, gamma=p.gamma, clip_reward=100.0)
-        eval_env = VecNormalize(eval_env, norm_obs=False, norm_reward=False, training=False)
-    probe = make_env(cfg, gen)
-    lr0, frac = p.learning_rate, p.lr_final_fraction
-    model = MaskablePPO(
+    return MaskablePPO(
         SlotPlanPolicy,
-        venv,
-        learning_rate=lambda progress: lr0 * (frac + (1 - frac) * progress),
+        DummyVecEnv([lambda: probe]),
+        learning_rate=p.learning_rate,
         n_steps=p.n_steps,
         batch_size=p.batch_size,
         n_epochs=p.n_epochs,
-        gamma=p.gamma,
         gae_lambda=p.gae_lambda,
         clip_range=p.clip_range,
         ent_coef=p.ent_coef,
         vf_coef=p.vf_coef,
         max_grad_norm=p.max_grad_norm,
-        target_kl=p.target_kl,
         policy_kwargs=policy_kwargs_for(probe, p),
-        tensorboard_log=str(out / "tb") if _has_tensorboard() else None,
         seed=cfg.seed,
         device="cpu",
-        verbose=cfg.verbose,
     )
-    probe.close()
-    if data is not None:
-        log = print if cfg.verbose or cfg.progress else _quiet
-        info.update(behaviour_clone(model, cfg, data, info["reward_scale"], log=log))
-        info["bc_seconds"] = time.time() - t0
-        model.save(out / "bc_model.zip")
-        del data
-    model.learn(cfg.timesteps, callback=_callbacks(cfg, out, eval_env), tb_log_name="ppo")
-    wall = time.time() - t0
+
+
+def _record(cfg: TrainConfig) -> dict[str, Any]:
+    from agents.ppo.config import TEST_TRACES, TRAIN_TRACES, VALIDATION_TRACES
+
+    return {
+        **cfg.to_dict(),
+        "obs_version": OBS_VERSION,
+        "env_version": ENV_VERSION,
+        "split": {
+            "train": "synthetic seeds 0-499 (jobs_range, load_range) and random windows of `traces` "
+            f"(ITP {', '.join(n for n, _ in TRAIN_TRACES)})",
+            "validation": "synthetic seeds 500-999 and fixed windows of `validation_traces` "
+            f"(ITP {', '.join(n for n, _ in VALIDATION_TRACES)})",
+            "test": "synthetic seeds >= 1000 and fixed windows of `test_traces` "
+            f"(ITP {', '.join(n for n, _ in TEST_TRACES)}), never trained or validated on",
+        },
+    }
+
+
+class Validator:
+    """Deterministic runs of the policy on the validation workloads (all envs batched through the network)
+    and the reference's average JCT on the same workloads (computed once)."""
+
+    def __init__(self, cfg: TrainConfig) -> None:
+        self.cfg = cfg
+        self.items = validation_workloads(cfg)
+        self.envs = [make_env(cfg, wl) for _, wl, _ in self.items]
+        ref = self.reference = cfg.ppo.reference or "doubling"
+        self.ref_jct = np.array([run_reference(e, ref, s).avg_jct_h for e, (_, _, s) in zip(self.envs, self.items)])
+
+    def run(self, policy: Any) -> np.ndarray:
+        """(n,) average JCT in hours of each validation workload under the greedy policy."""
+        obs = [e.reset(seed=s)[0] for e, (_, _, s) in zip(self.envs, self.items)]
+        active = list(range(len(self.envs)))
+        jct = np.zeros(len(self.envs))
+        while active:
+            batch = {k: np.stack([obs[i][k] for i in active]) for k in OBS_KEYS}
+            mask = np.stack([self.envs[i].action_masks() for i in active])
+            with th.no_grad():
+                logp, type_logp, _, _ = policy_outputs(policy, obs_tensors(batch), th.from_numpy(mask))
+            greedy = logp.argmax(-1) if type_logp is None else greedy_actions(logp, type_logp, policy.action_type)
+            acts = greedy.numpy()
+            still = []
+            for i, a in zip(active, acts):
+                obs[i], _, term, trunc, info = self.envs[i].step(int(a))
+                if term or trunc:
+                    jct[i] = info["metrics"]["avg_jct_h"]
+                else:
+                    still.append(i)
+            active = still
+        return jct
+
+
+def ppo_update(policy: Any, opt: Any, buf: dict[str, Any], adv: np.ndarray, ret: np.ndarray, cfg: TrainConfig,
+               gen: th.Generator) -> dict[str, float]:
+    """One PPO update over a rollout buffer; returns the losses and diagnostics."""
+    p = cfg.ppo
+    n = adv.size
+    flat = lambda x: x.reshape(n, *x.shape[2:])  # noqa: E731  (T, N, ...) -> (T*N, ...)
+    obs = {k: th.from_numpy(flat(buf["obs"][k])) for k in OBS_KEYS}
+    masks = th.from_numpy(flat(buf["masks"]))
+    actions = th.from_numpy(flat(buf["actions"]))
+    old_logp = th.as_tensor(flat(buf["logp"]), dtype=th.float32)
+    adv_t = th.as_tensor(flat(adv), dtype=th.float32)
+    ret_t = th.as_tensor(flat(ret), dtype=th.float32)
+    stats: dict[str, list[float]] = {k: [] for k in ("pg_loss", "vf_loss", "entropy", "type_entropy", "approx_kl")}
+    policy.set_training_mode(True)
+    stop = False
+    for _ in range(p.n_epochs):
+        perm = th.randperm(n, generator=gen)
+        for i in range(0, n - p.batch_size + 1, p.batch_size):
+            idx = perm[i : i + p.batch_size]
+            logp, type_logp, ent_rows, values = policy_outputs(
+                policy, {k: v[idx] for k, v in obs.items()}, masks[idx]
+            )
+            new_logp = logp.gather(1, actions[idx, None]).squeeze(-1)
+            a = adv_t[idx]
+            a = (a - a.mean()) / (a.std() + 1e-8)
+            log_ratio = new_logp - old_logp[idx]
+            ratio = th.exp(log_ratio)
+            pg = -th.min(a * ratio, a * th.clamp(ratio, 1 - p.clip_range, 1 + p.clip_range)).mean()
+            vf = th.nn.functional.smooth_l1_loss(values, ret_t[idx])  # Huber: a bad episode's -300 stays bounded
+            ent = ent_rows.mean()
+            type_ent = entropy(type_logp).mean() if type_logp is not None else th.zeros(())
+            loss = pg + p.vf_coef * vf - p.ent_coef * ent - p.type_ent_coef * type_ent
+            with th.no_grad():
+                kl = float(((ratio - 1) - log_ratio).mean())
+            if p.target_kl is not None and kl > 1.5 * p.target_kl:
+                stop = True
+                break
+            opt.zero_grad()
+            loss.backward()
+            th.nn.utils.clip_grad_norm_(policy.parameters(), p.max_grad_norm)
+            opt.step()
+            for k, v in (("pg_loss", pg), ("vf_loss", vf), ("entropy", ent), ("type_entropy", type_ent)):
+                stats[k].append(float(v.detach()))
+            stats["approx_kl"].append(kl)
+        if stop:
+            break
+    policy.set_training_mode(False)
+    out = {k: float(np.mean(v)) if v else float("nan") for k, v in stats.items()}
+    var = float(np.var(ret))
+    out["explained_variance"] = float("nan") if var == 0 else 1.0 - float(np.var(ret - buf["values"])) / var
+    out["early_stop"] = float(stop)
+    return out
+
+
+def _plot_curve(rows: list[dict[str, float]], path: Path, reference: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    x = [r["decisions"] for r in rows]
+    ax.plot(x, [r["val_avg_jct_h"] for r in rows], marker="o", label="PPO (greedy)")
+    ax.plot(x, [r["ref_avg_jct_h"] for r in rows], ls="--", label=f"{reference} (same workloads)")
+    ax.set_xlabel("training decisions")
+    ax.set_ylabel("validation average JCT (h)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _write_curve(out: Path, rows: list[dict[str, float]], reference: str) -> None:
+    lines = [",".join(CURVE_FIELDS)] + [",".join(f"{r[k]:.6g}" for k in CURVE_FIELDS) for r in rows]
+    (out / "learning_curve.csv").write_text("\n".join(lines) + "\n")
+    if rows:
+        _plot_curve(rows, out / "learning_curve.png", reference)
+
+
+def _atomic_save(obj: Any, path: Path) -> None:
+    tmp = path.with_suffix(".tmp")
+    th.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def train(
+    cfg: TrainConfig | None, resume: str | os.PathLike | None = None, stop_after_updates: int | None = None
+) -> Path:
+    """Train as configured (or continue the run in ``resume``: its ``config.json`` and ``checkpoint.pt``);
+    returns the output folder. ``stop_after_updates`` ends the call after that many updates of this call,
+    leaving a checkpoint as a killed run would (tests use it)."""
+    if resume is not None:
+        out = Path(resume)
+        if not (out / "checkpoint.pt").is_file() or not (out / "config.json").is_file():
+            raise FileNotFoundError(f"--resume {str(out)!r}: no checkpoint.pt and config.json there")
+        cfg = TrainConfig.from_dict(json.loads((out / "config.json").read_text()))
+    else:
+        out = Path(cfg.out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "config.json").write_text(json.dumps(_record(cfg), indent=2) + "\n")
+    th.set_num_threads(cfg.threads)
+    th.manual_seed(cfg.seed)
+    p = cfg.ppo
+    gen = training_generator(cfg)
+    log = print if cfg.verbose else (lambda *_: None)
+    model = _container(cfg, make_env(cfg, gen))
+    policy, opt = model.policy, model.policy.optimizer
+    cache = ReferenceCache(lambda: make_env(cfg, gen), p.reference) if p.reference else None
+    shaper = RewardShaper(cache, p.reward_gain, cfg.n_envs)
+    horizon_s = None if p.horizon_h is None else p.horizon_h * 3600.0
+    t_start = time.time()
+    info: dict[str, Any] = {}
+    if resume is not None:
+        state = th.load(out / "checkpoint.pt", weights_only=False)
+        policy.load_state_dict(state["policy"])
+        opt.load_state_dict(state["optimizer"])
+        th.set_rng_state(state["torch_rng"])
+        seed_rng = np.random.default_rng()
+        seed_rng.bit_generator.state = state["seed_rng"]
+        envs = pickle.loads(state["envs"])
+        rollout = VecRollout(envs, shaper, seed_rng, cfg.train_workloads, horizon_s, start=False)
+        rollout.episodes = state["episodes"]
+        rollout.restore(state["obs"], state["time"])
+        for i, e in enumerate(envs):  # the reference curves are deterministic: recompute the ones in use
+            if cache is not None:
+                shaper.curve[i] = cache.get(e.unwrapped.episode_seed)
+        shaper.t, shaper.scale = list(state["shaper"]["t"]), list(state["shaper"]["scale"])
+        steps, updates, rows, best = state["steps"], state["updates"], state["curve"], state["best"]
+        wall_before, info = state["wall_s"], state["info"]
+        upd_gen = th.Generator()
+        upd_gen.set_state(state["update_rng"])
+        log_path = out / "updates.jsonl"  # drop the lines of updates after the checkpoint (they are redone)
+        if log_path.is_file():
+            kept = log_path.read_text().splitlines()[:updates]
+            log_path.write_text("".join(x + "\n" for x in kept))
+    else:
+        if p.bc_episodes > 0:
+            from agents.ppo.warmstart import behaviour_clone, collect_teacher
+
+            data = collect_teacher(cfg, gen)
+            info["teacher_avg_jct_hours"] = data["teacher_avg_jct_hours"]
+            info["teacher_resize_share"] = data["teacher_resize_share"]
+            info.update(behaviour_clone(policy, cfg, data, log=log))
+            info["bc_seconds"] = time.time() - t_start
+            model.save(out / "bc_model.zip")
+            opt = policy.optimizer = policy.optimizer_class(policy.parameters(), lr=p.learning_rate)
+        envs = [make_env(cfg, gen) for _ in range(cfg.n_envs)]
+        rollout = VecRollout(envs, shaper, np.random.default_rng(cfg.seed), cfg.train_workloads, horizon_s)
+        steps, updates, rows, best, wall_before = 0, 0, [], float("inf"), 0.0
+        upd_gen = th.Generator().manual_seed(cfg.seed)
+    validator = Validator(cfg)
+
+    def validate() -> None:
+        nonlocal best
+        jct = validator.run(policy)
+        row = {
+            "decisions": steps, "updates": updates, "wall_s": wall_before + time.time() - t_start,
+            "val_avg_jct_h": float(jct.mean()), "ref_avg_jct_h": float(validator.ref_jct.mean()),
+            "val_over_ref": float(np.mean(jct / validator.ref_jct)),
+        }
+        rows.append(row)
+        _write_curve(out, rows, validator.reference)
+        log(f"validation at {steps} decisions: avg JCT {row['val_avg_jct_h']:.3f} h (reference "
+            f"{row['ref_avg_jct_h']:.3f} h)")
+        if row["val_avg_jct_h"] < best:
+            best = row["val_avg_jct_h"]
+            model.save(out / "best_model.zip")
+
+    def checkpoint() -> None:
+        state = {
+            "policy": policy.state_dict(), "optimizer": opt.state_dict(), "torch_rng": th.get_rng_state(),
+            "update_rng": upd_gen.get_state(), "seed_rng": rollout.rng.bit_generator.state,
+            "envs": pickle.dumps(rollout.envs), "obs": rollout.obs, "time": rollout.time,
+            "shaper": shaper.state(), "episodes": rollout.episodes, "steps": steps, "updates": updates,
+            "curve": rows, "best": best, "wall_s": wall_before + time.time() - t_start, "info": info,
+        }
+        model.save(out / "model.zip")
+        _atomic_save(state, out / "checkpoint.pt")
+
+    if not rows:
+        validate()
+    from frenzy_env.progress import progress_bar
+
+    bar = progress_bar(cfg.timesteps, show=cfg.progress, unit="decision", desc="train")
+    bar.update(steps)
+    last_ckpt, done_here = time.time(), 0
+    next_eval = (steps // cfg.eval_freq + 1) * cfg.eval_freq
+    lr0, frac = p.learning_rate, p.lr_final_fraction
+    while steps < cfg.timesteps:
+        t0 = time.time()
+        for g in opt.param_groups:
+            g["lr"] = lr0 * (frac + (1 - frac) * (1 - steps / cfg.timesteps))
+        n_before = len(rollout.episodes)
+        buf = rollout.collect(policy, p.n_steps)
+        t1 = time.time()
+        adv, ret = gae(buf["rewards"], buf["values"], buf["discounts"], buf["dones"], buf["last_values"],
+                       p.gae_lambda)
+        stats = ppo_update(policy, opt, buf, adv, ret, cfg, upd_gen)
+        steps += cfg.rollout_size
+        updates += 1
+        done_here += 1
+        eps = rollout.episodes[n_before:]
+        acts = buf["actions"]
+        first_start = rollout.envs[0].unwrapped.first_start
+        first_resize = rollout.envs[0].unwrapped.first_resize
+        line = {
+            "update": updates, "decisions": steps, "rollout_s": t1 - t0, "update_s": time.time() - t1,
+            "decisions_per_s": cfg.rollout_size / (time.time() - t0),
+            "episodes": len(eps), "train_avg_jct_h": float(np.mean([e["avg_jct_h"] for e in eps])) if eps else None,
+            "share_wait": float(np.mean(acts < first_start)),
+            "share_start": float(np.mean((acts >= first_start) & (acts < first_resize))),
+            "share_resize": float(np.mean(acts >= first_resize)),
+            "mean_return_per_episode": float(buf["rewards"].sum() / max(len(eps), 1)),
+            "reference_runs": cache.runs if cache is not None else 0,
+            **stats,
+        }
+        with open(out / "updates.jsonl", "a") as fh:
+            fh.write(json.dumps(line) + "\n")
+        log(json.dumps(line))
+        bar.update(cfg.rollout_size)
+        elapsed_min = (wall_before + time.time() - t_start) / 60
+        if cfg.max_minutes is not None and elapsed_min >= cfg.max_minutes and steps < cfg.timesteps:
+            info["stopped_by_max_minutes"] = True
+            log(f"wall-clock limit of {cfg.max_minutes} min reached at {steps} decisions")
+            validate()
+            checkpoint()
+            break
+        if steps >= next_eval or steps >= cfg.timesteps:
+            validate()
+            next_eval = (steps // cfg.eval_freq + 1) * cfg.eval_freq
+            checkpoint()
+            last_ckpt = time.time()
+        elif time.time() - last_ckpt >= cfg.checkpoint_minutes * 60:
+            checkpoint()
+            last_ckpt = time.time()
+        if stop_after_updates is not None and done_here >= stop_after_updates and steps < cfg.timesteps:
+            checkpoint()
+            bar.close()
+            return out
+    bar.close()
+    wall = wall_before + time.time() - t_start
     model.save(out / "model.zip")
     (out / "train_log.json").write_text(
         json.dumps(
-            {
-                "wall_seconds": wall,
-                "timesteps": int(model.num_timesteps),
-                "torch_threads": th.get_num_threads(),
-                **info,
-            },
+            {"wall_seconds": wall, "timesteps": steps, "updates": updates, "decisions_per_second": steps / wall,
+             "torch_threads": th.get_num_threads(), "best_val_avg_jct_h": best,
+             "reference_val_avg_jct_h": float(validator.ref_jct.mean()), **info},
             indent=2,
         )
         + "\n"
     )
-    venv.close()
-    eval_env.close()
     return out
-
-

@@ -1,9 +1,9 @@
-"""The environments PPO trains and validates on: training workload mixtures, seed ranges and env builders.
+"""The workloads PPO trains, validates and is tested on, and the env builder.
 
-Training (:func:`make_env` with :func:`_training_generator`) mixes synthetic workloads with real-trace
+Training (:func:`make_env` with :func:`training_generator`) mixes synthetic workloads with real-trace
 windows (:class:`MixtureGenerator`) or folds a preset's seeds into the training range (:class:`_SeedRange`);
-validation (:func:`make_validation_env`) replays synthetic seeds 500-999 in a fixed cycle
-(:class:`CycleSeeds`); test (held-out) workloads use seeds >= 1000 and trace windows never trained on.
+validation (:func:`validation_workloads`) is synthetic seeds 500-999 and fixed windows of the validation
+clusters; test (:func:`test_workloads`) is seeds >= 1000 and fixed windows of clusters used for neither.
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 
-from agents.ppo.config import TRAIN_SEEDS, VALIDATION_SEEDS, TraceWindows, TrainConfig
+from agents.ppo.config import TEST_SEED_START, TRAIN_SEEDS, VALIDATION_SEEDS, TraceWindows, TrainConfig
 from frenzy_env.errors import ConfigError
 
 
@@ -71,7 +70,9 @@ class MixtureGenerator:
 
 
 
-def _training_generator(cfg: TrainConfig) -> Any:
+def training_generator(cfg: TrainConfig) -> Any:
+    """The generator of training workloads: a :class:`MixtureGenerator` ("mix") or a preset's, seeds folded
+    into the training range."""
     from frenzy_env.cluster import ClusterSpec
     from frenzy_env.workload import make_generator
 
@@ -100,45 +101,63 @@ class _SeedRange:
         return self.inner.generate(lo + int(seed) % (hi - lo))
 
 
-def make_env(cfg: TrainConfig, generator: Any, rank: int = 0) -> Any:
-    """One monitored training env (module-level so SubprocVecEnv can pickle it)."""
-    from stable_baselines3.common.monitor import Monitor
-
+def make_env(cfg: TrainConfig, workload: Any) -> Any:
+    """A bare :class:`~frenzy_env.env.FrenzyEnv` of the configured cluster and windows for ``workload`` (a
+    generator or a fixed Workload); the trainer steps it directly (no Monitor)."""
     from frenzy_env.env import FrenzyEnv
 
-    env = FrenzyEnv(
-        cluster=cfg.cluster, workload=generator, queue_slots=cfg.queue_slots, running_slots=cfg.running_slots
+    return FrenzyEnv(
+        cluster=cfg.cluster, workload=workload, queue_slots=cfg.queue_slots, running_slots=cfg.running_slots
     )
-    env.reset(seed=cfg.seed * 1000 + rank)
-    return Monitor(env, info_keywords=())
 
 
-class CycleSeeds(gym.Wrapper):
-    """Reset ignores the caller's seed and cycles through fixed ``seeds``; ``rewind()`` starts over."""
-
-    def __init__(self, env: Any, seeds: list[int]) -> None:
-        super().__init__(env)
-        self.seeds, self.i = list(seeds), 0
-
-    def rewind(self) -> None:
-        self.i = 0
-
-    def reset(self, *, seed: int | None = None, options: dict | None = None) -> Any:
-        s = self.seeds[self.i % len(self.seeds)]
-        self.i += 1
-        return self.env.reset(seed=s, options=options)
+def window_starts(num_rows: int, max_jobs: int, count: int) -> list[int]:
+    """``count`` fixed window start rows spread evenly over a trace of ``num_rows`` jobs (windows of
+    ``max_jobs``; they overlap only when the trace is shorter than ``count * max_jobs``)."""
+    span = max(num_rows - max_jobs, 0)
+    return [int(round((k + 0.5) * span / count)) for k in range(count)]
 
 
-def make_validation_env(cfg: TrainConfig) -> Any:
-    """Synthetic validation workloads (seeds 500, 501, ...), never used for training or test."""
-    from stable_baselines3.common.monitor import Monitor
+def trace_windows(specs: tuple[TraceWindows, ...], count: int, seed: int) -> list[tuple[str, Any, int]]:
+    """``count`` fixed windows of every trace in ``specs``: ``(name, Workload, seed)`` triples."""
+    from frenzy_env.workload import TraceGenerator, read_trace
 
+    out = []
+    for spec in specs:
+        submit = read_trace(spec.path, format=spec.format).submit
+        for i in window_starts(submit.size, spec.max_jobs, count):
+            name = f"{Path(spec.path).stem}@{i}"
+            gen = TraceGenerator(
+                spec.path, format=spec.format, start=float(submit[i]), max_jobs=spec.max_jobs,
+                load_scale=spec.load_scale, name=name,
+            )
+            out.append((name, gen.generate(seed), seed))
+    return out
+
+
+def _synthetic(cfg: TrainConfig, seeds: range) -> list[tuple[str, Any, int]]:
     from frenzy_env.cluster import ClusterSpec
-    from frenzy_env.env import FrenzyEnv
     from frenzy_env.workload import SyntheticGenerator
 
-    cluster = ClusterSpec.preset(cfg.cluster)
-    gen = SyntheticGenerator(num_jobs=cfg.validation_jobs, load=cfg.validation_load, cluster=cluster, name="validation")
-    env = FrenzyEnv(cluster=cluster, workload=gen, queue_slots=cfg.queue_slots, running_slots=cfg.running_slots)
-    seeds = list(range(VALIDATION_SEEDS[0], VALIDATION_SEEDS[0] + cfg.validation_episodes))
-    return CycleSeeds(Monitor(env), seeds)
+    gen = SyntheticGenerator(
+        num_jobs=cfg.validation_jobs, load=cfg.validation_load, cluster=ClusterSpec.preset(cfg.cluster),
+        name="synthetic",
+    )
+    return [(f"synthetic#{s}", gen.generate(s), s) for s in seeds]
+
+
+def validation_workloads(cfg: TrainConfig) -> list[tuple[str, Any, int]]:
+    """The validation split: synthetic seeds 500, 501, ... (``validation_episodes``) and ``validation_windows``
+    fixed windows of each of ``validation_traces``; ``(name, Workload, seed)`` triples."""
+    lo = VALIDATION_SEEDS[0]
+    return _synthetic(cfg, range(lo, lo + cfg.validation_episodes)) + trace_windows(
+        cfg.validation_traces, cfg.validation_windows, lo
+    )
+
+
+def test_workloads(cfg: TrainConfig) -> list[tuple[str, Any, int]]:
+    """The test split, never trained or validated on: synthetic seeds 1000, ... (``test_seeds``) and
+    ``test_windows`` fixed windows of each of ``test_traces``; ``(name, Workload, seed)`` triples."""
+    return _synthetic(cfg, range(TEST_SEED_START, TEST_SEED_START + cfg.test_seeds)) + trace_windows(
+        cfg.test_traces, cfg.test_windows, TEST_SEED_START
+    )

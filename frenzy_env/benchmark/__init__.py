@@ -22,6 +22,10 @@ Sections (:data:`SECTIONS`; ``frenzy benchmark --sections``, default all):
     wall time of a synthetic replay (Frenzy baseline, ``large-1024``) against the number of jobs (1k, 10k,
     100k) and against the number of GPUs, each in a fresh process, with the fitted growth exponent and the
     peak resident memory of each run (the 100,000-job one is the memory figure).
+``train``
+    end-to-end PPO training throughput, printed as ``ppo training: N decisions/s``: the shipped configuration
+    of :class:`agents.ppo.TrainConfig` (16 in-process envs, reference runs, rollouts and 2-epoch updates;
+    warm start and validation left out) for a few updates (agents.ppo is imported only by this section).
 
 :mod:`frenzy_env.benchmark.measure` runs the sections; :mod:`frenzy_env.benchmark.report` writes
 ``benchmark.csv`` (section, case, metric, value, unit), ``benchmark.json`` (rows and the machine),

@@ -26,7 +26,7 @@ import numpy as np
 
 from frenzy_env.errors import FrenzyError
 
-SECTIONS = ("steps", "replay", "latency", "marp", "scaling")
+SECTIONS = ("steps", "replay", "latency", "marp", "scaling", "train")
 TARGET_POLICY = "frenzy"  # the policy of the Philly target (fifo stands in when it is not registered)
 REPLAY_CLUSTER = "large-1024"
 
@@ -508,6 +508,44 @@ def bench_scaling(cfg: BenchConfig, res: Results, log: Callable[[str], None]) ->
     res.add("scaling_gpus", "all points", "exponent", fit_exponent(list(cfg.scaling_gpus), walls), "")
 
 
+#: PPO training runs of the ``train`` section per mode: (decisions per env per rollout, updates); the rest of
+#: the configuration is the shipped one (:class:`agents.ppo.TrainConfig`'s defaults)
+TRAIN_RUNS = {"quick": (32, 2), "default": (1024, 3), "full": (1024, 6)}
+
+
+def bench_train(cfg: BenchConfig, res: Results, log: Callable[[str], None]) -> None:
+    """End-to-end PPO training throughput with the shipped configuration (16 in-process envs, the reference
+    runs of new workloads, rollouts and updates; the warm start and validations left out): decisions per
+    second of wall time over the run's updates. agents.ppo is imported here only (it lives outside the
+    package)."""
+    import dataclasses
+    import json
+    import tempfile
+
+    from agents.ppo import TrainConfig, train
+
+    n_steps, updates = TRAIN_RUNS.get(cfg.mode, TRAIN_RUNS["default"])
+    shipped = TrainConfig()
+    with tempfile.TemporaryDirectory() as tmp:
+        tc = dataclasses.replace(
+            shipped, timesteps=updates * n_steps * shipped.n_envs, eval_freq=10**12, out_dir=tmp, progress=False,
+            validation_episodes=1, validation_jobs=20,
+            ppo=dataclasses.replace(shipped.ppo, n_steps=n_steps, bc_episodes=0,
+                                    batch_size=min(shipped.ppo.batch_size, n_steps * shipped.n_envs)),
+        )
+        train(tc)
+        lines = [json.loads(x) for x in (Path(tmp) / "updates.jsonl").read_text().splitlines()]
+    decisions = updates * n_steps * shipped.n_envs
+    wall = sum(x["rollout_s"] + x["update_s"] for x in lines)
+    rollout = sum(x["rollout_s"] for x in lines)
+    case = f"{shipped.n_envs} envs x {n_steps} decisions, {updates} updates"
+    res.add("train", case, "decisions_per_s", decisions / wall, "1/s")
+    res.add("train", case, "rollout_decisions_per_s", decisions / rollout, "1/s")
+    res.add("train", case, "reference_runs", float(lines[-1]["reference_runs"]), "")
+    log(f"  ppo training: {decisions / wall:,.0f} decisions/s ({case}; rollouts alone {decisions / rollout:,.0f}/s, "
+        f"{lines[-1]['reference_runs']} reference runs; torch threads {shipped.threads})")
+
+
 def run_benchmark(
     cfg: BenchConfig,
     sections: tuple[str, ...] = SECTIONS,
@@ -544,6 +582,8 @@ def run_benchmark(
             bench_latency(cfg, res, log, latency_policies)
         elif name == "marp":
             bench_marp(cfg, res, log)
+        elif name == "train":
+            bench_train(cfg, res, log)
         else:
             bench_scaling(cfg, res, log)
         log(f"  ({time.perf_counter() - t0:.0f} s)")

@@ -62,6 +62,10 @@ def summary_table(res: Results, machine: dict[str, Any], mode: str) -> str:
             lines.append(f"| synthetic build + replay {r.case} | {r.value:,.1f} s |")
         elif r.metric == "exponent":
             add(f"growth exponent in GPUs ({r.case})", r.value, ".2f")
+    for r in res.section("train"):
+        if r.metric == "decisions_per_s":
+            roll = res.get("train", r.case, "rollout_decisions_per_s")
+            lines.append(f"| ppo training ({r.case}) | {r.value:,.0f} decisions/s (rollouts alone {roll:,.0f}/s) |")
     head = (f"Measured in `{mode}` mode on {machine['cpu']} ({machine['cores']} cores, {machine['memory_gb']} GB; "
             f"load average {machine['load_average_1m']} at the start), Python {machine['python']}, "
             f"numpy {machine['numpy']}, gymnasium {machine['gymnasium']}; kernels: {machine['kernels']}.")

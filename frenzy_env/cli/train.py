@@ -3,16 +3,23 @@ sb3``, the default; agents/ppo/) or Ray RLlib's PPO (``--backend rllib``; agents
 
 ::
 
-    frenzy train --timesteps 300000 --n-envs 2 --seed 0 --out runs/ppo \\
-        --trace traces/itp/cluster06.csv:load_scale=1.0,max_jobs=150 [--workload mix|PRESET] [--bc-episodes 60]
+    frenzy train --timesteps 300000 --n-envs 16 --seed 0 --out runs/ppo \\
+        --trace traces/itp/cluster06.csv:load_scale=1.0,max_jobs=150 [--workload mix|PRESET] \\
+        [--validation-trace traces/itp/cluster04.csv:load_scale=0.18] [--reference doubling]
+    frenzy train --resume runs/ppo          # continue a killed run from its last checkpoint
+    frenzy train --quick --out /tmp/smoke   # a seconds-long smoke run
     frenzy train --backend rllib --iterations 20 --num-env-runners 2 [--address auto] --out runs/rllib
 
-Writes into ``--out``: ``config.json`` (the full configuration, written first), ``model.zip`` (final),
-``best_model.zip`` (best on the validation workloads), ``checkpoints/``, ``eval/evaluations.npz``,
-``tb/`` (TensorBoard logs: ``tensorboard --logdir OUT/tb``) and ``train_log.json``. A progress bar shows the
-steps. Training workloads (``--workload mix``, the default) mix synthetic workloads on the cluster with
-windows of the ``--trace`` files; validation uses synthetic seeds 500-999 and held-out evaluation seeds
->= 1000, never trained on.
+Writes into ``--out``: ``config.json`` (the full configuration and the data split, written first),
+``model.zip`` (latest), ``best_model.zip`` (best validation average JCT), ``bc_model.zip`` (the warm start),
+``checkpoint.pt`` (everything ``--resume`` needs; written every ``--checkpoint-minutes``, at every
+validation and at the end), ``learning_curve.csv`` and ``learning_curve.png`` (validation average JCT
+against decisions, with the reference's), ``updates.jsonl`` (a line per update) and ``train_log.json``. A
+progress bar shows the decisions. Training workloads (``--workload mix``, the default) mix synthetic
+workloads (seeds 0-499) with windows of the ``--trace`` files; validation uses synthetic seeds 500-999 and
+fixed windows of the ``--validation-trace`` files; ``--test-trace`` files are recorded for the held-out
+evaluation (seeds >= 1000), never trained or validated on. The reward is differenced against
+``--reference`` (a baseline policy name; ``none``: the raw jobs-in-system reward): see docs/ppo/mdp.md.
 
 With ``--backend rllib`` (needs ``pip install -e ".[ray]"``): ``--iterations`` training iterations of
 ``--train-batch-size`` env steps each (so ``--timesteps`` does not apply), sampled by ``--num-env-runners``
@@ -76,12 +83,19 @@ def add_parser(sub: Any) -> None:
         "--backend", choices=("sb3", "rllib"), default="sb3",
         help="sb3: MaskablePPO in this process (default); rllib: Ray RLlib PPO with Ray env runners",
     )
-    p.add_argument("--timesteps", type=positive_int, default=None, help="environment steps (default 240000)")
+    p.add_argument("--timesteps", type=positive_int, default=None, help="decisions in total (default 4000000)")
     p.add_argument(
         "--n-envs", type=positive_int, default=None,
-        help="parallel envs (default 2; rllib: envs per env runner, default 4)",
+        help="envs stepped together in this process (default 16; rllib: envs per env runner, default 4)",
     )
-    p.add_argument("--vec-env", choices=("dummy", "subproc"), default=None, help="vectorisation (default dummy)")
+    p.add_argument(
+        "--vec-env", choices=("dummy",), default=None,
+        help="vectorisation: dummy (in-process, batched through the network; the only kind)",
+    )
+    p.add_argument("--resume", type=Path, default=None, metavar="DIR",
+                   help="continue the run in DIR from its checkpoint.pt (with its own config.json)")
+    p.add_argument("--quick", action="store_true",
+                   help="a smoke run of seconds (tiny workloads, two updates); other flags still apply")
     p.add_argument("--seed", type=int, default=None, help="seed of PPO, envs and workload draws (default 0)")
     p.add_argument("--cluster", default=None, help="cluster preset (default frenzy-testbed)")
     p.add_argument(
@@ -97,17 +111,35 @@ def add_parser(sub: Any) -> None:
         "load_scale=1.0, exclude=START-END (submission seconds never trained on)",
     )
     p.add_argument("--trace-fraction", type=float, default=None, help="share of trace episodes (default 0.3)")
+    p.add_argument("--validation-trace", action="append", default=[], metavar="PATH[:k=v,...]",
+                   help="trace CSV whose fixed windows join the validation set (repeatable; options as --trace)")
+    p.add_argument("--test-trace", action="append", default=[], metavar="PATH[:k=v,...]",
+                   help="trace CSV recorded as the held-out test set (repeatable; never trained or validated on)")
+    p.add_argument("--reference", default=None,
+                   help="baseline the reward is differenced against (default doubling; 'none': raw reward)")
+    p.add_argument("--horizon-h", type=float, default=None,
+                   help="discount horizon in simulated hours, gamma = exp(-dt/horizon) (default: undiscounted)")
+    p.add_argument("--train-workloads", type=positive_int, default=None,
+                   help="size of the training workload pool (default 1000; each pool workload's reference runs once)")
     p.add_argument("--out", type=Path, default=None, help="output directory (default runs/ppo; rllib: runs/rllib)")
-    p.add_argument("--eval-freq", type=positive_int, default=None, help="steps between validations (default 24000)")
-    p.add_argument("--eval-episodes", type=positive_int, default=None, help="validation workloads (default 4)")
+    p.add_argument("--eval-freq", type=positive_int, default=None,
+                   help="decisions between validations (default 250000)")
+    p.add_argument("--eval-episodes", type=positive_int, default=None,
+                   help="synthetic validation workloads (default 4)")
     p.add_argument("--validation-jobs", type=positive_int, default=None, help="jobs per validation workload (200)")
-    p.add_argument("--checkpoint-freq", type=positive_int, default=None, help="steps between checkpoints (50000)")
-    p.add_argument("--n-steps", type=positive_int, default=None, help="rollout steps per env per update (1024)")
-    p.add_argument("--batch-size", type=positive_int, default=None, help="minibatch size (256; both backends)")
-    p.add_argument("--learning-rate", type=float, default=None, help="Adam step size (1e-4; both backends)")
-    p.add_argument("--ent-coef", type=float, default=None, help="entropy bonus (0.001; both backends)")
-    p.add_argument("--bc-episodes", type=int, default=None, help="warm-start teacher episodes (default 60; 0: none)")
-    p.add_argument("--threads", type=positive_int, default=None, help="torch threads (default 1)")
+    p.add_argument("--checkpoint-minutes", type=float, default=None, help="wall minutes between checkpoints (5)")
+    p.add_argument("--max-minutes", type=float, default=None,
+                   help="stop after the first update past this wall time, validated and saved (default 52; 0: none)")
+    p.add_argument("--n-steps", type=positive_int, default=None, help="rollout decisions per env per update (1024)")
+    p.add_argument("--n-epochs", type=positive_int, default=None, help="passes over each rollout (default 2)")
+    p.add_argument("--batch-size", type=positive_int, default=None, help="minibatch size (2048; both backends)")
+    p.add_argument("--learning-rate", type=float, default=None, help="Adam step size (3e-4; both backends)")
+    p.add_argument("--ent-coef", type=float, default=None, help="entropy bonus (0.002; both backends)")
+    p.add_argument("--bc-episodes", type=int, default=None, help="warm-start teacher episodes (default 40; 0: none)")
+    p.add_argument(
+        "--threads", type=positive_int, default=None,
+        help="torch threads (default 1: with more, spinning threads on busy shared cores slow training tenfold)",
+    )
     p.add_argument("--config", type=Path, default=None, help="a config.json to start from (flags override it)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (rllib: no line per iteration)")
     p.add_argument("--verbose", type=int, default=None, help="stable-baselines3 verbosity (default 0)")
@@ -140,10 +172,20 @@ _TOP = {
     "eval_freq": "eval_freq",
     "eval_episodes": "validation_episodes",
     "validation_jobs": "validation_jobs",
-    "checkpoint_freq": "checkpoint_freq",
+    "checkpoint_minutes": "checkpoint_minutes",
+    "max_minutes": "max_minutes",
     "threads": "threads",
+    "train_workloads": "train_workloads",
 }
-_PPO = ("n_steps", "batch_size", "learning_rate", "ent_coef", "bc_episodes")
+_PPO = ("n_steps", "n_epochs", "batch_size", "learning_rate", "ent_coef", "bc_episodes", "horizon_h")
+
+#: ``--quick``: a smoke run of seconds (tiny synthetic workloads, two updates of 4 x 64 decisions)
+QUICK = {
+    "timesteps": 512, "n_envs": 4, "max_minutes": None, "jobs_range": (8, 16), "validation_jobs": 10,
+    "validation_episodes": 2, "validation_windows": 1, "test_windows": 1, "test_seeds": 2, "train_workloads": 8,
+    "eval_freq": 256, "threads": 1,
+}
+QUICK_PPO = {"n_steps": 64, "batch_size": 128, "bc_episodes": 1, "bc_epochs": 1}
 
 
 def build_config(args: argparse.Namespace) -> Any:
@@ -157,13 +199,21 @@ def build_config(args: argparse.Namespace) -> Any:
         if not args.config.is_file():
             raise ConfigError(f"--config: no such file {str(args.config)!r}")
         base = TrainConfig.from_dict(json.loads(args.config.read_text()))
+    if getattr(args, "quick", False):
+        base = dataclasses.replace(base, **QUICK, ppo=dataclasses.replace(base.ppo, **QUICK_PPO))
     top = {field: getattr(args, arg) for arg, field in _TOP.items() if getattr(args, arg) is not None}
     ppo = {k: getattr(args, k) for k in _PPO if getattr(args, k) is not None}
+    if top.get("max_minutes") == 0:
+        top["max_minutes"] = None
+    if args.reference is not None:
+        ppo["reference"] = None if args.reference == "none" else args.reference
     traces = tuple(parse_trace(t) for t in args.trace) or base.traces
     return dataclasses.replace(
         base,
         **top,
         traces=traces,
+        validation_traces=tuple(parse_trace(t) for t in args.validation_trace) or base.validation_traces,
+        test_traces=tuple(parse_trace(t) for t in args.test_trace) or base.test_traces,
         out_dir=str(args.out) if args.out is not None else base.out_dir,
         progress=not args.no_progress,
         verbose=args.verbose if args.verbose is not None else 0,
@@ -181,8 +231,17 @@ _SB3_ONLY = {
     "eval_freq": "--eval-freq",
     "eval_episodes": "--eval-episodes",
     "validation_jobs": "--validation-jobs",
-    "checkpoint_freq": "--checkpoint-freq",
+    "checkpoint_minutes": "--checkpoint-minutes",
+    "max_minutes": "--max-minutes",
     "n_steps": "--n-steps",
+    "n_epochs": "--n-epochs",
+    "resume": "--resume",
+    "quick": "--quick",
+    "validation_trace": "--validation-trace",
+    "test_trace": "--test-trace",
+    "reference": "--reference",
+    "horizon_h": "--horizon-h",
+    "train_workloads": "--train-workloads",
     "bc_episodes": "--bc-episodes",
     "threads": "--threads",
     "verbose": "--verbose",
@@ -215,7 +274,7 @@ def check_backend_flags(args: argparse.Namespace) -> None:
     """Raise :class:`ConfigError` naming every given flag that belongs to the other backend."""
     backend = getattr(args, "backend", "sb3")
     foreign, owner = (_SB3_ONLY, "sb3") if backend == "rllib" else (_RLLIB_ONLY, "rllib")
-    given = [flag for dest, flag in foreign.items() if getattr(args, dest, None) not in (None, [])]
+    given = [flag for dest, flag in foreign.items() if getattr(args, dest, None) not in (None, [], False)]
     if given:
         verb = "applies" if len(given) == 1 else "apply"
         raise ConfigError(f"{', '.join(given)} {verb} only to --backend {owner}, not --backend {backend}")
@@ -262,14 +321,28 @@ def run(args: argparse.Namespace) -> int:
     from frenzy_env.cluster import ClusterSpec
     from frenzy_env.workload import make_generator
 
-    cfg = build_config(args)
-    ClusterSpec.preset(cfg.cluster)  # unknown names fail before anything is written
-    if cfg.workload != "mix":
-        make_generator(cfg.workload)
-    out = train(cfg)
+    if args.resume is not None:
+        given = [flag for dest, flag in _RESUME_CONFLICTS.items() if getattr(args, dest, None) not in (None, [], False)]
+        if given:
+            raise ConfigError(f"--resume continues the run with its own config.json: drop {', '.join(given)}")
+        out = train(None, resume=args.resume)
+    else:
+        cfg = build_config(args)
+        ClusterSpec.preset(cfg.cluster)  # unknown names fail before anything is written
+        if cfg.workload != "mix":
+            make_generator(cfg.workload)
+        out = train(cfg)
     log = json.loads((out / "train_log.json").read_text())
     print(
-        f"trained {log['timesteps']} steps in {log['wall_seconds'] / 60:.1f} min; wrote {out}/model.zip, "
-        f"best_model.zip, config.json, checkpoints/, tb/"
+        f"trained {log['timesteps']} decisions in {log['wall_seconds'] / 60:.1f} min "
+        f"({log['decisions_per_second']:.0f} decisions/s); best validation average JCT "
+        f"{log['best_val_avg_jct_h']:.3f} h (reference {log['reference_val_avg_jct_h']:.3f} h); wrote {out}/model.zip, "
+        f"best_model.zip, config.json, checkpoint.pt, learning_curve.csv"
     )
     return 0
+
+
+# flags that set the configuration, which --resume takes from the run's config.json
+_RESUME_CONFLICTS = {**{k: "--" + k.replace("_", "-") for k in (*_TOP, *_PPO)}, "config": "--config",
+                     "trace": "--trace", "validation_trace": "--validation-trace", "test_trace": "--test-trace",
+                     "reference": "--reference", "quick": "--quick", "out": "--out"}

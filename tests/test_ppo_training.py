@@ -1,0 +1,241 @@
+"""The PPO trainer: per-step time discounts, the differenced reward, the factored distribution, resume, --quick."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import numpy as np
+import pytest
+import torch as th
+
+from agents.ppo import (
+    PPOConfig,
+    ReferenceCurve,
+    TrainConfig,
+    action_types,
+    differenced_reward,
+    factored_log_probs,
+    gae,
+    load_policy,
+    run_reference,
+    step_discounts,
+    train,
+)
+from agents.ppo.distribution import ILLEGAL_LOGP, greedy_actions
+from agents.ppo.rollout import sample_actions
+from frenzy_env.env import FrenzyEnv
+from frenzy_env.errors import ConfigError
+from frenzy_env.evaluation import run_episode
+
+th.set_num_threads(1)
+
+
+def test_time_discounted_gae_on_a_hand_made_three_step_trajectory():
+    # steps of 1 h, 2 h, 1 h with horizon 2 h: discounts e^-0.5, e^-1, e^-0.5; the episode ends at step 3
+    g = step_discounts(np.array([3600.0, 7200.0, 3600.0]), 7200.0)
+    assert np.allclose(g, [math.exp(-0.5), math.exp(-1.0), math.exp(-0.5)])
+    r = np.array([[-1.0], [-2.0], [-3.0]])
+    v = np.array([[0.5], [0.25], [0.125]])
+    d = np.array([[0.0], [0.0], [1.0]])
+    adv, ret = gae(r, v, g[:, None], d, np.array([99.0]), lam=1.0)
+    # lambda 1: returns are the discounted sums of rewards (no bootstrap past the end)
+    g3 = -3.0
+    g2 = -2.0 + math.exp(-1.0) * g3
+    g1 = -1.0 + math.exp(-0.5) * g2
+    assert np.allclose(ret[:, 0], [g1, g2, g3])
+    assert np.allclose(adv[:, 0], [g1 - 0.5, g2 - 0.25, g3 - 0.125])
+    # lambda 0: one-step TD errors, bootstrapping with the next value and its step's discount
+    adv0, _ = gae(r, v, g[:, None], d, np.array([99.0]), lam=0.0)
+    assert np.allclose(adv0[:, 0], [-1 + math.exp(-0.5) * 0.25 - 0.5, -2 + math.exp(-1) * 0.125 - 0.25, -3 - 0.125])
+    assert np.all(step_discounts(np.array([5.0, 1e6]), None) == 1.0)  # undiscounted
+
+
+def test_gae_does_not_bootstrap_across_an_episode_end():
+    r = np.array([[1.0], [1.0]])
+    v = np.array([[0.0], [10.0]])
+    adv, _ = gae(r, v, np.ones((2, 1)), np.array([[1.0], [0.0]]), np.array([0.0]), lam=0.9)
+    assert adv[0, 0] == pytest.approx(1.0)  # the 10 of the next episode's first state is not added
+
+
+def test_differenced_reward_sums_to_reference_cost_minus_agent_cost():
+    env = FrenzyEnv(workload="synthetic-small")
+    ref = run_reference(env, "doubling", seed=7)
+    assert ref.total > 0 and ref.times[0] <= ref.times[-1]
+    # the agent: FIFO on the same arrivals
+    from baselines import make_policy
+
+    pol = make_policy("fifo", env)
+    pol.reset()
+    _, info = env.reset(seed=7)
+    t0, total, agent_cost, done = info["time"], 0.0, 0.0, False
+    while not done:
+        _, r, term, trunc, info = env.step(pol.act(env.action_masks()))
+        done = term or trunc
+        total += differenced_reward(ref, r, t0, info["time"], done)
+        agent_cost -= r
+        t0 = info["time"]
+    assert total == pytest.approx(ref.total - agent_cost, rel=1e-9, abs=1e-9)
+    # the same policy as the reference earns exactly 0
+    again = run_reference(env, "doubling", seed=7)
+    assert again.total == pytest.approx(ref.total)
+
+
+def test_differenced_reward_by_hand():
+    curve = ReferenceCurve(np.array([0.0, 10.0, 20.0]), np.array([0.0, 4.0, 6.0]), num_jobs=2, avg_jct_h=1.0)
+    assert curve.cost_at(5.0) == 2.0 and curve.cost_at(-1.0) == 0.0 and curve.cost_at(99.0) == 6.0
+    assert differenced_reward(curve, -3.0, 0.0, 10.0, False) == pytest.approx(1.0)
+    # a terminal step at t=10 settles the reference's remaining 2
+    assert differenced_reward(curve, -3.0, 0.0, 10.0, True) == pytest.approx(3.0)
+
+
+def test_factored_distribution_on_a_hand_made_mask():
+    # 8 actions: wait (0), two timed waits (1, 2), three starts (3-5), two resizes (6, 7)
+    types = action_types(8, 3, 6)
+    assert types.tolist() == [0, 1, 1, 2, 2, 2, 3, 3]
+    logits = th.tensor([[0.0, 0.0, math.log(3.0), 0.0, math.log(2.0), 5.0, 1.0, 1.0]])
+    type_logits = th.tensor([[0.0, 0.0, math.log(2.0), 0.0]])
+    mask = th.tensor([[True, False, True, True, True, False, False, False]])  # no resize legal, start 5 masked
+    logp, type_logp, ent = factored_log_probs(logits, type_logits, mask, types, floor=0.0)
+    p_type = np.array([1, 1, 2]) / 4.0  # wait, timed wait, start (resize has no legal action)
+    expected = np.array([p_type[0], 0, p_type[1], p_type[2] / 3, p_type[2] * 2 / 3, 0, 0, 0])
+    assert np.allclose(th.exp(logp).numpy()[0], expected, atol=1e-7)
+    assert float(type_logp[0, 3]) == ILLEGAL_LOGP and np.allclose(th.exp(type_logp[0, :3]).numpy(), p_type)
+    nz = expected[expected > 0]
+    assert float(ent[0]) == pytest.approx(float(-(nz * np.log(nz)).sum()), rel=1e-6)
+    # a floor of 0.3 over 3 legal types: (1 - 0.3) * p + 0.1
+    logp_f, _, _ = factored_log_probs(logits, type_logits, mask, types, floor=0.3)
+    assert float(th.exp(logp_f[0, 0])) == pytest.approx(0.7 * 0.25 + 0.1)
+    # greedy: the most likely type (start), then its most likely action (4)
+    assert int(greedy_actions(logp, type_logp, types)[0]) == 4
+    counts = np.bincount([int(sample_actions(logp, mask)[0]) for _ in range(4000)], minlength=8) / 4000
+    assert np.allclose(counts, expected, atol=0.03) and counts[expected == 0].sum() == 0
+
+
+def test_factored_floor_keeps_resizes_alive_whatever_the_logits():
+    types = action_types(8, 3, 6)
+    logits = th.tensor([[0.0, 0.0, 0.0, 50.0, 0.0, 0.0, -50.0, -50.0]])
+    type_logits = th.tensor([[0.0, 0.0, 40.0, -40.0]])
+    mask = th.ones(1, 8, dtype=th.bool)
+    logp, _, _ = factored_log_probs(logits, type_logits, mask, types, floor=0.04)
+    assert float(th.exp(logp[0, 6:]).sum()) >= 0.01 - 1e-6  # resize type keeps floor / 4
+
+
+def _tiny(tmp_path, name: str, **kw) -> TrainConfig:
+    return TrainConfig(
+        timesteps=384, n_envs=3, jobs_range=(6, 10), validation_jobs=8, validation_episodes=2, train_workloads=6,
+        eval_freq=128, checkpoint_minutes=60.0, threads=1, out_dir=str(tmp_path / name), progress=False, seed=5,
+        ppo=PPOConfig(n_steps=64, batch_size=96, bc_episodes=1, bc_epochs=1, horizon_h=2.0), **kw,
+    )
+
+
+def _params(path) -> dict:
+    env = FrenzyEnv(workload="synthetic-small")
+    return {k: v.clone() for k, v in load_policy(env, path).model.policy.state_dict().items()}
+
+
+def test_resume_after_a_kill_equals_an_uninterrupted_run(tmp_path):
+    straight = train(_tiny(tmp_path, "a"))
+    killed = train(_tiny(tmp_path, "b"), stop_after_updates=1)
+    assert not (killed / "train_log.json").exists() and (killed / "checkpoint.pt").is_file()
+    resumed = train(None, resume=killed)
+    pa, pb = _params(straight / "model.zip"), _params(resumed / "model.zip")
+    assert pa.keys() == pb.keys() and all(th.equal(pa[k], pb[k]) for k in pa)
+    curve = lambda d: [line.split(",")[:2] + line.split(",")[3:] for line in (d / "learning_curve.csv").read_text().splitlines()]  # noqa: E731,E501
+    assert curve(straight) == curve(resumed) and len(curve(straight)) == 4  # header, 0, 192, 384 decisions
+    la = [json.loads(x) for x in (straight / "updates.jsonl").read_text().splitlines()]
+    lb = [json.loads(x) for x in (resumed / "updates.jsonl").read_text().splitlines()]
+    assert [x["pg_loss"] for x in la] == [x["pg_loss"] for x in lb] and len(la) == 2
+    log = json.loads((resumed / "train_log.json").read_text())
+    assert log["timesteps"] == 384 and log["updates"] == 2
+
+
+def test_frenzy_train_quick_end_to_end(tmp_path):
+    from frenzy_env.cli import main
+
+    out = tmp_path / "quick"
+    assert main(["train", "--quick", "--out", str(out), "--no-progress", "--seed", "1"]) == 0
+    for name in ("model.zip", "best_model.zip", "bc_model.zip", "config.json", "checkpoint.pt",
+                 "learning_curve.csv", "learning_curve.png", "updates.jsonl", "train_log.json"):
+        assert (out / name).is_file(), name
+    record = json.loads((out / "config.json").read_text())
+    assert record["env_version"] == "v2" and record["obs_version"] == 2 and "test" in record["split"]
+    cfg = TrainConfig.from_dict(record)
+    assert cfg.timesteps == 512 and cfg.ppo.factored and cfg.ppo.reference == "doubling"
+    env = FrenzyEnv(workload="synthetic-small")
+    policy = load_policy(env, out / "best_model.zip")
+    assert policy.model.policy.factored
+    result = run_episode(env, policy, seed=1001)
+    assert result.metrics["invalid_actions"] == 0
+    rows = (out / "learning_curve.csv").read_text().splitlines()
+    assert rows[0].startswith("decisions,updates") and len(rows) == 4  # 0, 256, 512 decisions
+    # --resume of a finished run changes nothing and --resume refuses configuration flags
+    assert main(["train", "--resume", str(out), "--timesteps", "5"]) == 2
+
+
+def test_config_checks_and_legacy_keys():
+    with pytest.raises(ConfigError, match="type_floor"):
+        PPOConfig(type_floor=1.0)
+    with pytest.raises(ConfigError, match="horizon_h"):
+        PPOConfig(horizon_h=-1.0)
+    with pytest.raises(ConfigError, match="batch_size"):
+        TrainConfig(n_envs=1, ppo=PPOConfig(n_steps=8, batch_size=64))
+    with pytest.raises(ConfigError, match="vec_env"):
+        TrainConfig(vec_env="forkserver")
+    old = {"timesteps": 10, "checkpoint_freq": 5, "vec_env": "subproc", "obs_version": 2,
+           "ppo": {"gamma": 0.995, "normalize_reward": True, "n_steps": 8, "batch_size": 8}}
+    cfg = TrainConfig.from_dict(old)
+    assert cfg.timesteps == 10 and cfg.vec_env == "dummy" and cfg.ppo.n_steps == 8
+    assert TrainConfig.from_dict(dataclasses.asdict(cfg)) == cfg
+
+
+def test_unknown_reference_is_refused(tmp_path):
+    cfg = dataclasses.replace(_tiny(tmp_path, "r"), ppo=PPOConfig(reference="nobody", n_steps=64, batch_size=96))
+    with pytest.raises(ConfigError, match="nobody"):
+        train(cfg)
+
+
+def test_window_starts_are_spread_and_fixed():
+    from agents.ppo.workloads import window_starts
+
+    assert window_starts(1150, 150, 2) == [250, 750]
+    assert window_starts(100, 150, 3) == [0, 0, 0]  # a trace shorter than a window: its one window
+
+
+def test_the_split_keeps_clusters_apart():
+    from agents.ppo.config import TEST_TRACES, TRAIN_TRACES, VALIDATION_TRACES
+
+    names = [{n for n, _ in s} for s in (TRAIN_TRACES, VALIDATION_TRACES, TEST_TRACES)]
+    assert not (names[0] & names[1]) and not (names[0] & names[2]) and not (names[1] & names[2])
+
+
+def test_split_workloads_from_the_shared_traces():
+    from frenzy_env.paths import shared_data_dir
+
+    shared = shared_data_dir()
+    itp = shared / "traces" / "itp" if shared is not None else None
+    if itp is None or not itp.is_dir():
+        pytest.skip("no shared data folder with traces/itp")
+    from agents.ppo import TraceWindows, test_workloads, validation_workloads
+    from agents.ppo.config import TEST_TRACES, VALIDATION_TRACES
+
+    def windows(files):
+        return tuple(TraceWindows(str(itp / n), max_jobs=20, load_scale=s) for n, s in files)
+
+    cfg = TrainConfig(validation_jobs=10, validation_traces=windows(VALIDATION_TRACES), validation_windows=2,
+                      test_traces=windows(TEST_TRACES), test_windows=4, test_seeds=10)
+    val, test = validation_workloads(cfg), test_workloads(cfg)
+    assert len(val) == 4 + 2 * 2 and len(test) == 10 + 4 * 3  # >= 10 paired test windows plus synthetic seeds
+    assert {s for _, _, s in val} == {500, 501, 502, 503} and {s for _, _, s in test} >= {1000, 1009}
+    assert len({n for n, _, _ in test}) == len(test)  # distinct windows
+    assert all(len(wl.jobs) == 20 for n, wl, _ in test if not n.startswith("synthetic"))
+
+
+def test_a_wall_clock_limit_ends_the_run_validated_and_saved(tmp_path):
+    cfg = dataclasses.replace(_tiny(tmp_path, "m"), max_minutes=1e-6, timesteps=10_000)
+    out = train(cfg)
+    log = json.loads((out / "train_log.json").read_text())
+    assert log["stopped_by_max_minutes"] and log["updates"] == 1 and log["timesteps"] == 192
+    assert len((out / "learning_curve.csv").read_text().splitlines()) == 3  # header, start, at the stop
+    assert (out / "checkpoint.pt").is_file() and (out / "model.zip").is_file()
