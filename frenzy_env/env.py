@@ -893,15 +893,17 @@ class EnvPreset:
     kwargs: dict = field(default_factory=dict)
 
 
+ENV_VERSION = "v3"  # the suffix of every registered id; bumped whenever dynamics or spaces change
+
 ENV_PRESETS: tuple[EnvPreset, ...] = (
-    EnvPreset("frenzy/HeteroCluster-v3", "frenzy-testbed", "itp-default"),
+    EnvPreset(f"frenzy/HeteroCluster-{ENV_VERSION}", "frenzy-testbed", "itp-default"),
     # the default week at its recorded arrival rate: offered load ~2.1 (frenzy_env.workload.load), overloaded
-    EnvPreset("frenzy/HeteroClusterOverloaded-v3", "frenzy-testbed", "itp-overloaded"),
-    EnvPreset("frenzy/HeteroClusterSynthetic-v3", "frenzy-testbed", "synthetic"),
-    EnvPreset("frenzy/HeteroClusterSmall-v3", "frenzy-testbed", "synthetic-small"),
-    EnvPreset("frenzy/Doubling64-v3", "doubling-64", "synthetic"),
-    EnvPreset("frenzy/PAI2020-v3", "pai-2020", "synthetic"),
-    EnvPreset("frenzy/Large1024-v3", "large-1024", "synthetic"),
+    EnvPreset(f"frenzy/HeteroClusterOverloaded-{ENV_VERSION}", "frenzy-testbed", "itp-overloaded"),
+    EnvPreset(f"frenzy/HeteroClusterSynthetic-{ENV_VERSION}", "frenzy-testbed", "synthetic"),
+    EnvPreset(f"frenzy/HeteroClusterSmall-{ENV_VERSION}", "frenzy-testbed", "synthetic-small"),
+    EnvPreset(f"frenzy/Doubling64-{ENV_VERSION}", "doubling-64", "synthetic"),
+    EnvPreset(f"frenzy/PAI2020-{ENV_VERSION}", "pai-2020", "synthetic"),
+    EnvPreset(f"frenzy/Large1024-{ENV_VERSION}", "large-1024", "synthetic"),
 )
 
 

@@ -32,9 +32,9 @@ from agents.ppo.network import SlotPlanPolicy, policy_kwargs_for
 from agents.ppo.reference import ReferenceCache, RewardShaper, run_reference
 from agents.ppo.rollout import OBS_KEYS, VecRollout, gae, obs_tensors, policy_outputs
 from agents.ppo.workloads import make_env, training_generator, validation_workloads
+from frenzy_env.env import ENV_VERSION
 from frenzy_env.observation import OBS_VERSION
 
-ENV_VERSION = "v2"
 CURVE_FIELDS = ("decisions", "updates", "wall_s", "val_avg_jct_h", "ref_avg_jct_h", "val_over_ref")
 
 
