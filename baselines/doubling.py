@@ -264,7 +264,7 @@ class DoublingPolicy(ScriptedPolicy):
             if not self.grow:  # admission only: every size above the smallest feasible one is dropped
                 first = np.argmax(speed > 0, axis=1)
                 speed = np.where(np.arange(speed.shape[1])[None, :] == first[:, None], speed, 0.0)
-            alloc = greedy_allocation(np.array(rem), speed, sizes, p_a, cap)
+            alloc = greedy_allocation(self.growth_weights(np.array(rem), speed), speed, sizes, p_a, cap)
             if self.strategy == "unit_step":  # run on the largest feasible plan size <= the allotment
                 ok = self._feasible(j_a, p_a) & (self.levels[None, :] <= alloc[:, None])
                 last = self.k - 1 - np.argmax(ok[:, ::-1], axis=1)
@@ -274,6 +274,11 @@ class DoublingPolicy(ScriptedPolicy):
                     new_target[j] = (t, int(w))
         self.target = new_target
         self._todo = set(new_target)
+
+    def growth_weights(self, remaining: np.ndarray, speed: np.ndarray) -> np.ndarray:
+        """The ``Q_j`` of the doubling gain: each job's remaining iterations (Capes et al.); ``speed`` (n, K) is
+        ``f_j`` at the sizes (subclasses may weigh the gain differently)."""
+        return remaining
 
     def admission_order(self, queue: np.ndarray) -> np.ndarray:
         """The visible queued jobs in admission order: arrival order (Capes et al.'s first come)."""

@@ -11,7 +11,7 @@ from baselines.doubling import greedy_allocation
 from baselines.simple import FifoPolicy, SjfGreedyPolicy, SjfPolicy
 from baselines.srpt import SrptEstPolicy
 from frenzy_env.cluster import ClusterSpec
-from frenzy_env.errors import ConfigError
+from frenzy_env.errors import ConfigError, UnknownNameError
 from frenzy_env.workload import Workload
 
 A100_1x8 = ClusterSpec.from_counts("t1", {"A100-80GB": (1, 8)}, reference_gpu_type="A100-80GB")
@@ -152,6 +152,24 @@ def test_srpt_est_grows_into_idle_gpus_by_the_doubling_rule(make_job, make_env):
     assert env.sim.records[0].num_gpus == 1 and env.sim.records[0].restarts == 0
     with pytest.raises(ConfigError, match="grow"):
         SrptEstPolicy(env, grow=1)
+
+
+def test_srpt_est_growth_weights_favour_the_short_job(make_job, make_env):
+    # two admitted jobs on 1 GPU each, 1 GPU free; speeds f(1) = 1, f(2) = 1.8, f(4) = 3.2 it/s for both;
+    # remaining 100 (A) and 1000 (B) iterations. Doubling's gain Q (1/f(1) - 1/f(2)) / 1: A 44.4, B 444 -> B
+    # doubles. srpt weighs it by 1 / T^2 (T = Q / f(1)): A 44.4 / 100^2 = 0.00444 > B 444 / 1000^2 -> A doubles.
+    env = make_env(A100_1x8, [make_job(0)])
+    speed = np.array([[1.0, 1.8, 3.2], [1.0, 1.8, 3.2]])
+    rem = np.array([100.0, 1000.0])
+    sizes, pool, cap = np.array([1, 2, 4]), np.zeros(2, dtype=int), np.array([3])
+    srpt = SrptEstPolicy(env)
+    assert srpt.growth_weights(rem, speed) == pytest.approx([0.01, 0.001])
+    assert greedy_allocation(srpt.growth_weights(rem, speed), speed, sizes, pool, cap).tolist() == [2, 1]
+    plain = SrptEstPolicy(env, growth="doubling")
+    assert plain.growth_weights(rem, speed).tolist() == rem.tolist()
+    assert greedy_allocation(plain.growth_weights(rem, speed), speed, sizes, pool, cap).tolist() == [1, 2]
+    with pytest.raises(UnknownNameError, match="growth"):
+        SrptEstPolicy(env, growth="fastest")
 
 
 def test_srpt_est_grows_a_running_job_when_the_other_finishes(make_job, make_env):

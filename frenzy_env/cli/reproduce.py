@@ -42,7 +42,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--episode-budget", type=float, default=None,
         help="wall-clock seconds one episode may take before its policy is reported as too slow "
-        "(default 60 with --quick, 600 otherwise)",
+        "(default 120 with --quick, 600 otherwise)",
     )
     p.add_argument("--no-progress", action="store_true", help="no per-episode lines")
     p.set_defaults(func=run)
