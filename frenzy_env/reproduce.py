@@ -537,7 +537,8 @@ def scenario_asrpt(cfg: ReproduceConfig, runner: Runner) -> list[ClaimRow]:
                      comparator="fifo_strict (arrival order, requested counts, head blocks: A-SRPT's discipline)"),
             paired(res[trained], res["fifo_strict"], reduction("total_jct_h")), 1e-9, 0.92,
             detail=f"total JCT (job-hours): {totals}",
-            note="both serve their queue strictly, so the difference is A-SRPT's order",
+            note="both serve their queue strictly; A-SRPT also holds each job until its virtual SRPT completion, "
+            "which can leave GPUs idle (a likely cause)",
         ))
         rows.append(claim_from_values(
             ClaimRow("A-SRPT total JCT vs backfilling FIFO (context)", "not in the paper", wl_key,
