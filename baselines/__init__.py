@@ -1,8 +1,9 @@
 """Scripted baseline schedulers; ``make_policy(name, env, **kwargs)`` builds one bound to an env.
 
 Registered names: ``frenzy`` (:mod:`baselines.frenzy`), ``asrpt`` (:mod:`baselines.asrpt`), ``doubling``
-(:mod:`baselines.doubling`), ``sia`` (:mod:`baselines.sia`), ``fifo``, ``sjf`` (oracle) and ``random``
-(:mod:`baselines.simple`). :func:`register_policy` adds a policy of your own under a name of its own.
+(:mod:`baselines.doubling`), ``sia`` (:mod:`baselines.sia`), ``srpt_est`` (:mod:`baselines.srpt`), ``fifo``,
+``fifo_strict``, ``sjf`` and ``sjf_greedy`` (oracles) and ``random`` (:mod:`baselines.simple`).
+:func:`register_policy` adds a policy of your own under a name of its own.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from baselines.base import ScriptedPolicy
 from baselines.doubling import DoublingPolicy
 from baselines.frenzy import FrenzyPolicy
 from baselines.sia import SiaPolicy
-from baselines.simple import FifoPolicy, RandomPolicy, SjfPolicy
+from baselines.simple import FifoPolicy, RandomPolicy, SjfGreedyPolicy, SjfPolicy, StrictFifoPolicy
+from baselines.srpt import SrptEstPolicy
 from frenzy_env.errors import ConfigError, unknown_name
 
 POLICIES: dict[str, Callable[..., ScriptedPolicy]] = {
@@ -23,8 +25,11 @@ POLICIES: dict[str, Callable[..., ScriptedPolicy]] = {
     "asrpt": AsrptPolicy,
     "doubling": DoublingPolicy,
     "sia": SiaPolicy,
+    "srpt_est": SrptEstPolicy,
     "fifo": FifoPolicy,
+    "fifo_strict": StrictFifoPolicy,
     "sjf": SjfPolicy,
+    "sjf_greedy": SjfGreedyPolicy,
     "random": RandomPolicy,
 }
 
@@ -68,6 +73,6 @@ def make_policy(name: str, env: Any, **kwargs: Any) -> ScriptedPolicy:
 
 
 __all__ = [
-    "POLICIES", "AsrptPolicy", "DoublingPolicy", "FrenzyPolicy", "ScriptedPolicy", "make_policy",
+    "POLICIES", "AsrptPolicy", "DoublingPolicy", "FrenzyPolicy", "ScriptedPolicy", "SrptEstPolicy", "make_policy",
     "register_policy",
 ]

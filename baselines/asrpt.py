@@ -35,6 +35,11 @@ Predictor (``predictor``)
     group with no finished job yet is predicted to need zero iterations; ``unseen="mean"`` gives it the mean
     iterations of the finished jobs instead. The forest is refitted when a group it has not seen gets
     predicted or when the samples have grown by ``refit_growth`` (default 1.25x) since the last fit.
+    ``history`` (a :class:`~frenzy_env.workload.Workload` or a sequence of :class:`JobSpec`, jobs that ran before
+    the episode: the first 80% of a trace in the paper, or an earlier window) warms the forest up: each of its
+    jobs is observed at the start of every episode with its true iterations
+    (:meth:`Workload.work_iterations` on the env's cluster), so groups seen in the history are predicted from the
+    first arrival on. Without it (the default) the forest starts cold in every episode.
     ``"perfect"``: the true iterations (the paper's perfect-prediction variant; an oracle).
     ``"estimate"``: the env's ``work_estimate`` (what its ``work_info`` setting lets schedulers know).
 
@@ -64,6 +69,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -74,6 +80,7 @@ from frenzy_env.errors import ConfigError, unknown_name
 from frenzy_env.placement import place
 from frenzy_env.policy import DONE, QUEUED, REJECTED, SimView
 from frenzy_env.throughput import iteration_time
+from frenzy_env.workload import JobSpec, Workload
 
 COMM_HEAVY = 1.5
 DEFAULT_TAU = 1.0
@@ -177,6 +184,8 @@ class AsrptPolicy(ScriptedPolicy):
     release: ``"timer"`` (default: wake-ups at virtual completions and deadlines), ``"lookahead"`` or
         ``"strict"``; see "Decision points".
     seed: random state of the forest.
+    history: finished jobs the forest is trained on before each episode (``predictor="forest"`` only; a
+        Workload or a sequence of JobSpec; see "Predictor").
     """
 
     name = "asrpt"
@@ -191,6 +200,7 @@ class AsrptPolicy(ScriptedPolicy):
         unseen: str = "zero",
         release: str = "timer",
         seed: int = 0,
+        history: Workload | Sequence[JobSpec] | None = None,
     ) -> None:
         super().__init__(env)
         if not (isinstance(comm_heavy, (int, float)) and comm_heavy >= 1.0):
@@ -210,6 +220,7 @@ class AsrptPolicy(ScriptedPolicy):
         self.unseen = unseen
         self.release = release
         self.seed = seed
+        self.history = _history_workload(history, predictor)
         self.oracle = predictor == "perfect"
         self._ratio_cache: dict[tuple, float] = {}
 
@@ -218,6 +229,10 @@ class AsrptPolicy(ScriptedPolicy):
         n = view.num_jobs
         self.ranker = PlanRanker(view)
         self.forest = IterationForest(self.unseen, seed=self.seed) if self.predictor == "forest" else None
+        if self.forest is not None and self.history is not None:
+            iters = self.history.work_iterations(view.cluster, utilisation=view.config.utilisation)
+            for job, it in zip(self.history.jobs, iters.tolist()):
+                self.forest.observe(job, it)
         self.vt = float(view.submit[0])  # virtual clock
         self._vnext = 0  # next job index to arrive in the virtual instance
         self._vheap: list[tuple[float, float, int, int]] = []  # (remaining, submit, job_id, job index)
@@ -446,6 +461,27 @@ class AsrptPolicy(ScriptedPolicy):
     def _compact(self, exclude: int = -1) -> None:
         status = self.view.status
         self._pending = [(s, j) for s, j in self._pending if status[j] == QUEUED and j != exclude]
+
+
+def _history_workload(history: Any, predictor: str) -> Workload | None:
+    """``history`` as a Workload (None stays None); raises ConfigError naming the field for anything else."""
+    if history is None:
+        return None
+    if predictor != "forest":
+        raise ConfigError(f"history trains the forest: it needs predictor='forest', got predictor={predictor!r}")
+    if isinstance(history, Workload):
+        return history
+    if isinstance(history, (str, bytes)) or not isinstance(history, Sequence):
+        raise ConfigError(f"history must be a Workload or a sequence of JobSpec, got {type(history).__name__}")
+    bad = [i for i, job in enumerate(history) if not isinstance(job, JobSpec)]
+    if bad:
+        raise ConfigError(
+            f"history[{bad[0]}] must be a JobSpec, got {type(history[bad[0]]).__name__}"
+        )
+    try:
+        return Workload("history", tuple(history))
+    except ConfigError as exc:
+        raise ConfigError(f"history: {exc}") from None
 
 
 __all__ = ["AsrptPolicy", "IterationForest", "COMM_HEAVY", "DEFAULT_TAU"]

@@ -139,6 +139,7 @@ class DoublingPolicy(ScriptedPolicy):
     """
 
     name = "doubling"
+    grow = True  # doubling steps after admission (subclasses may turn them off)
 
     def __init__(
         self, env: Any, strategy: str = "precompute", explore_time: float = 60.0, fixed_gpus: int = 8
@@ -250,7 +251,7 @@ class DoublingPolicy(ScriptedPolicy):
             np.subtract.at(room, pools, self.levels[np.argmax(ok, axis=1)])
         qv = np.asarray(self.env.visible_queue, dtype=np.int64)
         if qv.size:
-            self._admit(qv, room, cap, fixed, jobs, pools, rem)
+            self._admit(self.admission_order(qv), room, cap, fixed, jobs, pools, rem)
         new_target = dict(fixed)
         if jobs:
             j_a, p_a = np.array(jobs), np.array(pools, dtype=np.int64)
@@ -260,7 +261,10 @@ class DoublingPolicy(ScriptedPolicy):
             else:
                 speed = self._speed_levels(j_a, p_a)
                 sizes = self.levels
-            alloc = greedy_allocation(np.array(rem), speed, sizes, p_a, cap)
+            if not self.grow:  # admission only: every size above the smallest feasible one is dropped
+                first = np.argmax(speed > 0, axis=1)
+                speed = np.where(np.arange(speed.shape[1])[None, :] == first[:, None], speed, 0.0)
+            alloc = greedy_allocation(self.growth_weights(np.array(rem), speed), speed, sizes, p_a, cap)
             if self.strategy == "unit_step":  # run on the largest feasible plan size <= the allotment
                 ok = self._feasible(j_a, p_a) & (self.levels[None, :] <= alloc[:, None])
                 last = self.k - 1 - np.argmax(ok[:, ::-1], axis=1)
@@ -271,8 +275,18 @@ class DoublingPolicy(ScriptedPolicy):
         self.target = new_target
         self._todo = set(new_target)
 
+    def growth_weights(self, remaining: np.ndarray, speed: np.ndarray) -> np.ndarray:
+        """The ``Q_j`` of the doubling gain: each job's remaining iterations (Capes et al.); ``speed`` (n, K) is
+        ``f_j`` at the sizes (subclasses may weigh the gain differently)."""
+        return remaining
+
+    def admission_order(self, queue: np.ndarray) -> np.ndarray:
+        """The visible queued jobs in admission order: arrival order (Capes et al.'s first come)."""
+        return queue
+
     def _admit(self, qv, room, cap, fixed, jobs, pools, rem) -> None:
-        """First-come admission of the visible queued jobs at their smallest size, each on its best pool."""
+        """Admission of the visible queued jobs (in :meth:`admission_order`) at their smallest size, each on
+        its best pool."""
         view = self.view
         t_n, k_n = view.num_types, self.k
         ok = (view.pred_ok[qv] & ~view.oom_known[qv]).reshape(len(qv), t_n, k_n)  # (Q, T, K)

@@ -1,12 +1,17 @@
-"""Simple scripted policies: masked random, FIFO first-fit with requested GPU counts, shortest-job-first.
+"""Simple scripted policies: masked random, FIFO with requested GPU counts, shortest-job-first oracles.
 
 * ``random``: a uniformly random legal action (seeded).
 * ``fifo``: the "opportunistic" baseline of the Frenzy paper: jobs in arrival order, each on its requested GPU
   count (the trace's ``num_gpus``; jobs without a request use their smallest feasible count), on the first
-  GPU type (largest memory first) where that plan is legal now. When the head cannot start, later jobs may
-  (first-fit), because the paper's opportunistic scheduler takes whatever fits.
-* ``sjf``: an oracle: it knows each job's true work, and starts the job with the shortest predicted run time
-  on its fastest legal plan first. It is reported, never a target.
+  GPU type (largest memory first) where that plan is legal now. ``backfill=True`` (the default): when the head
+  cannot start, later jobs may (first-fit), because the paper's opportunistic scheduler takes whatever fits.
+  ``backfill=False``: strict first-come first-served, nothing starts while the head of the queue waits (the
+  FIFO that A-SRPT's Algorithm 1 serves its own queue like); registered as ``fifo_strict`` too.
+* ``sjf``: an oracle: the same requested-count plans as ``fifo``, but the queue in order of true remaining
+  run time (true remaining iterations x the iteration time of the job's fastest plan at its requested count);
+  backfilling as ``fifo``. It is reported, never a target.
+* ``sjf_greedy``: the oracle of env v0-v2: true shortest job first, each on its *fastest* legal plan (any GPU
+  count: it takes as many free GPUs as speed up the job, far more than requested).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from baselines.base import ScriptedPolicy
+from frenzy_env.errors import ConfigError
 
 
 class RandomPolicy(ScriptedPolicy):
@@ -41,19 +47,37 @@ class RandomPolicy(ScriptedPolicy):
 
 
 class FifoPolicy(ScriptedPolicy):
-    """First-fit in arrival order with the requested GPU count."""
+    """Arrival order with the requested GPU count; ``backfill`` (default True) lets later jobs start when the
+    head cannot, ``backfill=False`` is strict FCFS (the head blocks the queue)."""
 
     name = "fifo"
 
+    def __init__(self, env: Any, backfill: bool = True) -> None:
+        super().__init__(env)
+        if not isinstance(backfill, bool):
+            raise ConfigError(f"backfill must be True or False, got {backfill!r}")
+        self.backfill = backfill
+
+    def order(self, queue: np.ndarray) -> np.ndarray:
+        """The visible queued jobs in service order (arrival order here)."""
+        return queue
+
     def act(self, mask: np.ndarray) -> int:
         env = self.env
-        for job in env.visible_queue:
-            job = int(job)
-            for plan in self.requested_plans(job):
-                action = env.start_action(job, plan)
+        queue = env.visible_queue
+        if len(queue) == 0:
+            return self.wait_action(mask)
+        for job in self.order(queue).tolist():
+            plans = self.requested_plans(int(job))
+            if plans.size == 0:
+                continue  # fits nowhere any more (every plan crashed): the simulator rejects it
+            for plan in plans.tolist():
+                action = env.start_action(int(job), plan)
                 if action is not None and mask[action]:
                     return action
-        return 0
+            if not self.backfill:
+                break
+        return self.wait_action(mask)
 
     def requested_plans(self, job: int) -> np.ndarray:
         """Plan slots with the job's requested count (or its smallest available count), by GPU type order."""
@@ -75,10 +99,36 @@ class FifoPolicy(ScriptedPolicy):
         return cand[counts[cand] == smallest]
 
 
-class SjfPolicy(ScriptedPolicy):
-    """Oracle shortest-job-first on true remaining work, each job on its fastest legal plan."""
+class StrictFifoPolicy(FifoPolicy):
+    """``fifo`` with ``backfill=False``: strict first-come first-served (registered as ``fifo_strict``)."""
+
+    name = "fifo_strict"
+
+    def __init__(self, env: Any, backfill: bool = False) -> None:
+        super().__init__(env, backfill=backfill)
+
+
+class SjfPolicy(FifoPolicy):
+    """Oracle shortest-job-first at requested GPU counts: the queue ordered by true remaining run time on the
+    fastest plan of the requested count (:meth:`FifoPolicy.requested_plans`), each job started on that count."""
 
     name = "sjf"
+    oracle = True
+
+    def order(self, queue: np.ndarray) -> np.ndarray:
+        view = self.view
+        rem = view.work[queue] - view.done_iters[queue]  # (Q,) true remaining iterations
+        best = np.array([
+            view.iter_time[j, plans].min() if (plans := self.requested_plans(j)).size else np.inf
+            for j in queue.tolist()
+        ])  # (Q,) seconds per iteration at the requested count, fastest type
+        return queue[np.argsort(rem * best, kind="stable")]
+
+
+class SjfGreedyPolicy(ScriptedPolicy):
+    """Oracle shortest-job-first on true remaining work, each job on its fastest legal plan (any GPU count)."""
+
+    name = "sjf_greedy"
     oracle = True
 
     def act(self, mask: np.ndarray) -> int:

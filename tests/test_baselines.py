@@ -30,7 +30,9 @@ FLAT = {"checkpoint_bandwidth": math.inf, "load_bandwidth": math.inf}  # the fla
 
 # ----------------------------------------------------------------------------------------------- registry
 def test_registry_and_keywords():
-    assert {"frenzy", "asrpt", "doubling", "fifo", "sjf", "random"} <= set(POLICIES)
+    assert {"frenzy", "asrpt", "doubling", "fifo", "fifo_strict", "sjf", "sjf_greedy", "srpt_est", "random"} <= set(
+        POLICIES
+    )
     env = FrenzyEnv(workload="synthetic-small")
     assert isinstance(make_policy("frenzy", env, ranking="min_est_time", predictor="frenzy"), FrenzyPolicy)
     p = make_policy("asrpt", env, comm_heavy=1.5, tau=2.0, predictor="perfect", backfill=False)
@@ -285,7 +287,9 @@ def test_exploratory_measures_then_fits(make_job, make_env):
 
 
 # ----------------------------------------------------------------------------------------------- all
-@pytest.mark.parametrize("name", ["frenzy", "asrpt", "doubling", "fifo", "sjf"])
+@pytest.mark.parametrize(
+    "name", ["frenzy", "asrpt", "doubling", "fifo", "fifo_strict", "sjf", "sjf_greedy", "srpt_est"]
+)
 def test_every_baseline_runs_through_run_episode(name):
     env = FrenzyEnv(workload="synthetic-small", predictor="frenzy")  # the frenzy predictor causes OOMs
     result = run_episode(env, make_policy(name, env), seed=1)

@@ -33,8 +33,9 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--policies", type=csv_list, default=None,
-        help="comma list of {frenzy,asrpt,doubling,sia,fifo,sjf,random,ppo,rllib}, names of --model NAME=PATH, "
-        f"and MODULE:ATTR (default: {','.join(DEFAULT_POLICIES)}); ppo takes its model from --model PATH, rllib "
+        help="comma list of {frenzy,asrpt,doubling,sia,srpt_est,fifo,fifo_strict,sjf,sjf_greedy,random,ppo,rllib}, "
+        f"names of --model NAME=PATH, and MODULE:ATTR (default: {','.join(DEFAULT_POLICIES)}); ppo takes its model "
+        "from --model PATH, rllib "
         "(a policy trained with frenzy train --backend rllib) needs --rllib-checkpoint. MODULE:ATTR is your own "
         "policy: ATTR(env) must return an object with stable-baselines3's predict(obs, state=None, "
         "episode_start=None, deterministic=True, action_masks=None) (reset() optional); MODULE is imported with "

@@ -17,10 +17,11 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "reproduce",
         help="reproduce the papers' claims: their number beside ours with a 95%% CI",
-        description="Run the scenarios behind every claim of the Frenzy, A-SRPT and doubling papers over "
-        "seeds and write a Markdown table (claim, paper, ours, scenario, verdict) and plots.",
+        description="Run the scenarios behind every claim of the Frenzy, A-SRPT and doubling papers, each in its "
+        "own setting, over seeds and write a Markdown table (claim, paper, ours, comparator, scenario, verdict, "
+        "reason), a table of the memory predictors and plots.",
     )
-    p.add_argument("--quick", action="store_true", help="reduced run for CI (fewer jobs, 3 seeds; about a minute)")
+    p.add_argument("--quick", action="store_true", help="reduced run for CI (fewer jobs, 3 seeds; a few minutes)")
     p.add_argument("--seeds", type=positive_int, default=None, help="seeds (default 5; 3 with --quick)")
     p.add_argument("--jobs", type=positive_int, default=None, help="override every scenario's job count")
     p.add_argument(
@@ -41,7 +42,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--episode-budget", type=float, default=None,
         help="wall-clock seconds one episode may take before its policy is reported as too slow "
-        "(default 60 with --quick, 600 otherwise)",
+        "(default 120 with --quick, 600 otherwise)",
     )
     p.add_argument("--no-progress", action="store_true", help="no per-episode lines")
     p.set_defaults(func=run)
