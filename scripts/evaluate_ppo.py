@@ -1,7 +1,8 @@
 """Held-out evaluation of a trained PPO scheduler against every baseline, and its learning curve.
 
 Usage: ``python scripts/evaluate_ppo.py [--model agents/models/ppo_frenzy_testbed.zip] [--run runs/ppo]
-[--test-split] [--seeds 5] [--out docs/ppo]``
+[--test-split] [--seeds 5] [--out docs/ppo] [--policies frenzy,srpt_est:grow=False,start,ppo]
+[--labelled-model start=runs/ppo/bc_model.zip]``
 
 Runs the same harness as ``frenzy evaluate`` (:func:`frenzy_env.evaluation.evaluate`) on
 
@@ -12,7 +13,8 @@ Runs the same harness as ``frenzy evaluate`` (:func:`frenzy_env.evaluation.evalu
   (training draws seeds below 500 and validation 500-999).
 
 Every policy of ``baselines.POLICIES`` except masked random, plus ``ppo`` (``--model``, default the run's
-``best_model.zip`` with ``--run``). Writes ``episodes.csv``, ``summary.csv``, ``summary.md`` and, with
+``best_model.zip`` with ``--run``). Writes ``episodes.csv``, ``summary.csv``, ``summary.md``, ``paired.md``
+(ppo against every other policy, paired per workload) and, with
 ``--run``, copies the run's ``learning_curve.csv`` and ``learning_curve.png`` (validation average JCT against
 training decisions, with the reference's) into ``--out``.
 """
@@ -30,12 +32,67 @@ from frenzy_env.env import FrenzyEnv
 from frenzy_env.evaluation import evaluate, summarise, summary_markdown, wide_window
 
 
-def _policies(names: list[str], model: Path) -> dict:
-    """Factories: scripted baselines with every job within reach (wide windows), as in frenzy evaluate."""
-    return {
-        n: (lambda env: load_policy(env, model)) if n == "ppo" else wide_window(lambda env, n=n: make_policy(n, env))
-        for n in names
-    }
+def _value(text: str) -> object:
+    """A keyword's value in a policy spec: True/False/None, an int, a float, else the text."""
+    special = {"True": True, "False": False, "None": None}
+    if text in special:
+        return special[text]
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _policies(names: list[str], model: Path, models: dict[str, Path]) -> dict:
+    """Factories: the labelled ``models`` and ``ppo`` (``model``) with the env's windows; scripted baselines
+    with every job within reach (wide windows), as in frenzy evaluate. A name ``NAME:k=v:k=v`` passes keywords
+    to ``make_policy`` (``srpt_est:grow=False``) and keeps the whole spec as its label."""
+    out: dict = {}
+    for spec in names:
+        if spec == "ppo" or spec in models:
+            path = model if spec == "ppo" else models[spec]
+            out[spec] = lambda env, path=path: load_policy(env, path)
+            continue
+        name, _, rest = spec.partition(":")
+        kwargs = {}
+        for item in filter(None, rest.split(":")):
+            key, eq, value = item.partition("=")
+            if not eq:
+                raise SystemExit(f"--policies: expected NAME:key=value:..., got {spec!r}")
+            kwargs[key] = _value(value)
+        if name not in POLICIES:
+            raise SystemExit(f"--policies: unknown policy {name!r} (known: {', '.join(POLICIES)}, ppo)")
+        out[spec] = wide_window(lambda env, name=name, kwargs=kwargs: make_policy(name, env, **kwargs))
+    return out
+
+
+def paired_table(episodes: object, agent: str) -> str:
+    """Markdown: for every other policy, ``agent``'s average JCT relative to it, paired per workload (the mean of
+    ``1 - agent / policy`` over workloads with the t 95% half-width; positive = the agent is better), split by
+    synthetic seeds and trace windows, with the workloads won and the GPU-hours ratio."""
+    import numpy as np
+    from scipy import stats
+
+    wide = episodes.pivot_table(index="workload", columns="policy", values=["avg_jct_h", "gpu_hours"])
+    groups = {"synthetic": [w for w in wide.index if w.startswith("synthetic")]}
+    groups["trace windows"] = [w for w in wide.index if w not in groups["synthetic"]]
+    groups["all"] = list(wide.index)
+    lines = [f"| policy | workloads | {agent} avg JCT vs policy (1 - {agent}/policy) | {agent} better on | "
+             f"GPU-hours {agent}/policy |", "|---|---|---|---|---|"]
+    for other in [p for p in wide["avg_jct_h"].columns if p != agent]:
+        for group, rows in groups.items():
+            jct = wide["avg_jct_h"].loc[rows, [agent, other]].dropna()
+            if len(jct) < 2:
+                continue
+            gain = 1.0 - jct[agent] / jct[other]
+            half = stats.t.ppf(0.975, len(gain) - 1) * gain.std(ddof=1) / np.sqrt(len(gain))
+            gpu = wide["gpu_hours"].loc[jct.index]
+            ratio = float(np.exp(np.mean(np.log(gpu[agent] / gpu[other]))))
+            lines.append(f"| {other} | {group} ({len(gain)}) | {gain.mean():+.1%} ± {half:.1%} | "
+                         f"{int((gain > 0).sum())} of {len(gain)} | {ratio:.2f} |")
+    return "\n".join(lines) + "\n"
 
 
 def run_test_split(run: Path, policies: dict, save) -> object:
@@ -63,11 +120,18 @@ def run_test_split(run: Path, policies: dict, save) -> object:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", type=Path, default=None, help="model file (default: the run's best, or the shipped)")
+    ap.add_argument(
+        "--labelled-model", action="append", default=[], metavar="NAME=PATH",
+        help="another model, run as policy NAME (list NAME in --policies too); repeatable",
+    )
     ap.add_argument("--run", type=Path, default=None, help="training output folder (learning curve, test split)")
     ap.add_argument("--test-split", action="store_true", help="evaluate on the run's test split (needs --run)")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--workloads", default="synthetic,itp-default")
-    ap.add_argument("--policies", default=None, help="comma list (default: every baseline but random, + ppo)")
+    ap.add_argument(
+        "--policies", default=None,
+        help="comma list (default: every baseline but random, + ppo); NAME:k=v:k=v passes keywords",
+    )
     ap.add_argument("--out", type=Path, default=Path("docs/ppo"))
     ap.add_argument(
         "--combine", type=Path, action="append", default=[], help="episodes.csv of an earlier run to include"
@@ -77,8 +141,14 @@ def main() -> None:
         ap.error("--test-split needs --run (the test split is recorded in the run's config.json)")
     model = args.model or (args.run / "best_model.zip" if args.run is not None else DEFAULT_MODEL_PATH)
     args.out.mkdir(parents=True, exist_ok=True)
+    models = {}
+    for item in args.labelled_model:
+        name, eq, path = item.partition("=")
+        if not eq or not Path(path).is_file():
+            ap.error(f"--labelled-model: expected NAME=PATH of an existing file, got {item!r}")
+        models[name] = Path(path)
     names = args.policies.split(",") if args.policies else [p for p in POLICIES if p != "random"] + ["ppo"]
-    policies = _policies(names, model)
+    policies = _policies(names, model, models)
 
     def save(jobs, episodes):  # partial results survive a later failure
         episodes.to_csv(args.out / "episodes.csv", index=False)
@@ -105,6 +175,10 @@ def main() -> None:
         summary = pd.concat([summary, summarise(episodes.assign(workload="all test"))], ignore_index=True)
     summary.to_csv(args.out / "summary.csv", index=False)
     md = summary_markdown(summary, metrics=("avg_jct_h", "gpu_hours", "p95_jct_h", "makespan_h", "restarts", "ooms"))
+    if "ppo" in set(episodes["policy"]):
+        paired = paired_table(episodes, "ppo")
+        (args.out / "paired.md").write_text(paired)
+        md += "\n" + paired
     (args.out / "summary.md").write_text(md)
     print(md)
     if args.run is not None:

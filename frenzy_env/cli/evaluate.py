@@ -14,12 +14,12 @@ from frenzy_env.cli.common import CommandFailed, csv_list, positive_int
 from frenzy_env.cli.policies import model_arg
 from frenzy_env.errors import FrenzyError
 
-DEFAULT_POLICIES = ("frenzy", "asrpt", "doubling", "fifo", "sjf", "ppo")
+DEFAULT_POLICIES = ("frenzy", "asrpt", "doubling", "srpt_est", "fifo", "sjf", "ppo")
 
 
 def default_policies() -> list[str]:
-    """The papers' baselines, fifo, the sjf oracle and the shipped PPO agent. ``sia`` (about a minute per
-    episode on the default workload), masked ``random`` and ``rllib`` (an RLlib checkpoint, with
+    """The papers' baselines, srpt_est, fifo, the sjf oracle and the shipped PPO agent. ``sia`` (about ten
+    minutes per episode on the default workload: a MILP every 60 s), masked ``random`` and ``rllib`` (an RLlib checkpoint, with
     ``--rllib-checkpoint``) run when asked for with ``--policies``."""
     return list(DEFAULT_POLICIES)
 
