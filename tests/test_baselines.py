@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from conftest import play_episode as _play
+from conftest import play_out
 
 from baselines import POLICIES, make_policy
 from baselines.asrpt import AsrptPolicy, IterationForest
@@ -15,13 +17,6 @@ from frenzy_env.cluster import ClusterSpec
 from frenzy_env.env import FrenzyEnv
 from frenzy_env.errors import ConfigError, UnknownNameError
 from frenzy_env.evaluation import run_episode
-
-
-def _play(env: FrenzyEnv, policy, max_steps: int = 10_000) -> dict:
-    env.reset(seed=0)
-    policy.reset()
-    return _play_from_here(env, policy, max_steps)
-
 
 A100_3x8 = ClusterSpec.from_counts("t3", {"A100-80GB": (3, 8)}, reference_gpu_type="A100-80GB")
 A100_1x8 = ClusterSpec.from_counts("t1", {"A100-80GB": (1, 8)}, reference_gpu_type="A100-80GB")
@@ -247,21 +242,13 @@ def test_doubling_policy_reaches_greedy_allocation_then_resizes_on_completion(ma
         env.step(action)
     assert [started[0], started[1]] == expect.tolist() and sum(expect) <= 8
     held = expect.tolist()
-    info = _play_from_here(env, policy)
+    info = play_out(env, policy)
     assert info["metrics"]["finished"] == 2
     # when job 0 finished, job 1 was recomputed alone and grew (one resize, restart overhead paid)
     assert sim.records[0].restarts == 0
     assert sim.records[1].restarts == 1 and sim.records[1].num_gpus > held[1]
 
 
-def _play_from_here(env, policy, max_steps: int = 1000) -> dict:
-    for _ in range(max_steps):
-        action, _ = policy.predict(None, action_masks=env.action_masks())
-        _, _, term, trunc, info = env.step(int(action))
-        env.sim.check_invariants()
-        if term or trunc:
-            return info
-    raise AssertionError("episode did not end: the policy loops")
 
 
 @pytest.mark.parametrize("strategy", ["precompute", "exploratory", "eight", "unit_step"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import play_episode as _play
 
 from baselines import POLICIES, make_policy
 from baselines.doubling import greedy_allocation
@@ -18,16 +19,6 @@ A100_1x8 = ClusterSpec.from_counts("t1", {"A100-80GB": (1, 8)}, reference_gpu_ty
 A100_1x1 = ClusterSpec.from_counts("one", {"A100-80GB": (1, 1)}, reference_gpu_type="A100-80GB")
 
 
-def _play(env, policy, max_steps: int = 5000) -> dict:
-    env.reset(seed=0)
-    policy.reset()
-    for _ in range(max_steps):
-        action, _ = policy.predict(None, action_masks=env.action_masks())
-        _, _, term, trunc, info = env.step(int(action))
-        env.sim.check_invariants()
-        if term or trunc:
-            return info
-    raise AssertionError("episode did not end: the policy loops")
 
 
 def _seconds_to_iterations(make_env, make_job, gpus: int, seconds: float) -> float:

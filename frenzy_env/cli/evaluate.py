@@ -19,8 +19,8 @@ DEFAULT_POLICIES = ("frenzy", "asrpt", "doubling", "srpt_est", "fifo", "sjf", "p
 
 def default_policies() -> list[str]:
     """The papers' baselines, srpt_est, fifo, the sjf oracle and the shipped PPO agent. ``sia`` (about ten
-    minutes per episode on the default workload: a MILP every 60 s), masked ``random`` and ``rllib`` (an RLlib checkpoint, with
-    ``--rllib-checkpoint``) run when asked for with ``--policies``."""
+    minutes per episode on the default workload: a MILP every 60 s), masked ``random`` and ``rllib`` (an
+    RLlib checkpoint, with ``--rllib-checkpoint``) run when asked for with ``--policies``."""
     return list(DEFAULT_POLICIES)
 
 
