@@ -89,3 +89,13 @@ def test_data_command_lists_locates_and_names_traces(tmp_path, capsys, monkeypat
     assert '"itp-cluster02"' in capsys.readouterr().out
     assert main(["evaluate", "--trace", "itp-clustr02", "--policies", "fifo", "--seeds", "1"]) == 2
     assert "did you mean 'itp-cluster02'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["--num-env-runners", "0"], ["--num-cpus", "1"], ["--iterations", "1"]])
+def test_train_refuses_rllib_flags_without_ray(tmp_path, capsys, argv):
+    """An RLlib-only flag given to the default sb3 backend is an error before any training starts, also when its
+    value is 0 (which compares equal to False); needs no Ray."""
+    assert main(["train", *argv, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert argv[0] in err and "only to --backend rllib" in err
+    assert not (tmp_path / "o").exists()

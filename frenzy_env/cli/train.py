@@ -270,11 +270,17 @@ _RLLIB_FIELDS = {
 }
 
 
+def _given(value: Any) -> bool:
+    """A flag was given: anything but its unset default (None, an empty list, a store_true False); a 0 counts
+    (``0 in (None, [], False)`` is true in Python, so membership cannot tell it from False)."""
+    return value is not None and value is not False and not (isinstance(value, list) and not value)
+
+
 def check_backend_flags(args: argparse.Namespace) -> None:
     """Raise :class:`ConfigError` naming every given flag that belongs to the other backend."""
     backend = getattr(args, "backend", "sb3")
     foreign, owner = (_SB3_ONLY, "sb3") if backend == "rllib" else (_RLLIB_ONLY, "rllib")
-    given = [flag for dest, flag in foreign.items() if getattr(args, dest, None) not in (None, [], False)]
+    given = [flag for dest, flag in foreign.items() if _given(getattr(args, dest, None))]
     if given:
         verb = "applies" if len(given) == 1 else "apply"
         raise ConfigError(f"{', '.join(given)} {verb} only to --backend {owner}, not --backend {backend}")
@@ -322,7 +328,7 @@ def run(args: argparse.Namespace) -> int:
     from frenzy_env.workload import make_generator
 
     if args.resume is not None:
-        given = [flag for dest, flag in _RESUME_CONFLICTS.items() if getattr(args, dest, None) not in (None, [], False)]
+        given = [flag for dest, flag in _RESUME_CONFLICTS.items() if _given(getattr(args, dest, None))]
         if given:
             raise ConfigError(f"--resume continues the run with its own config.json: drop {', '.join(given)}")
         out = train(None, resume=args.resume)
