@@ -79,7 +79,6 @@ from baselines.frenzy import PlanRanker
 from frenzy_env.errors import ConfigError, unknown_name
 from frenzy_env.placement import place
 from frenzy_env.policy import DONE, QUEUED, REJECTED, SimView
-from frenzy_env.throughput import iteration_time
 from frenzy_env.workload import JobSpec, Workload
 
 COMM_HEAVY = 1.5
@@ -289,12 +288,7 @@ class AsrptPolicy(ScriptedPolicy):
             if widest <= int(self._min_span[plan]):
                 ratio = 1.0
             else:
-                slow = iteration_time(
-                    spec.model, batch_size=int(spec.batch_size), seq_len=int(spec.seq_len),
-                    gpu=view.gpu_types[t], dp=g // tp, tp=tp, nodes_spanned=widest,
-                    utilisation=view.config.utilisation,
-                )
-                ratio = slow / float(view.iter_time[j, plan])
+                ratio = view.spread_iter_time(j, plan, widest) / float(view.iter_time[j, plan])
             self._ratio_cache[key] = ratio
         return ratio
 

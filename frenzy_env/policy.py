@@ -124,7 +124,8 @@ class SimView:
     * ``startup_seconds(job, plan)``: seconds from a start on the plan to the first iteration;
       ``restart_seconds(job, plan)``: the same for a resize of a running job onto the plan (restart overhead,
       checkpoint write on its current plan, then start-up); the cost model of
-      :class:`~frenzy_env.simulator.SimConfig`.
+      :class:`~frenzy_env.simulator.SimConfig`; ``spread_iter_time(job, plan, nodes_spanned)``: seconds per
+      iteration on the plan's layout when its GPUs span that many nodes.
 
     The state now (read through to the simulator at each access). The arrays are the simulator's own, which
     it updates in place: **do not mutate** ``status``, ``done_iters``, ``oom_known``, ``job_restarts``,
@@ -147,7 +148,7 @@ class SimView:
         "_sim", "num_jobs", "num_plans", "num_types", "jobs", "cluster", "config", "gpu_types", "plan_type",
         "plan_count", "plan_counts_levels", "max_node_gpus", "submit", "work", "work_estimate", "pred_ok",
         "layout_tp", "iter_time", "available_plans", "next_event_time", "has_pending_events", "startup_seconds",
-        "restart_seconds",
+        "restart_seconds", "spread_iter_time",
     )
 
     if TYPE_CHECKING:
@@ -174,6 +175,7 @@ class SimView:
         def has_pending_events(self) -> bool: ...
         def startup_seconds(self, job: int, plan: int) -> float: ...
         def restart_seconds(self, job: int, plan: int) -> float: ...
+        def spread_iter_time(self, job: int, plan: int, nodes_spanned: int) -> float: ...
 
     def __init__(self, sim: ClusterSimulator) -> None:
         put = object.__setattr__
@@ -181,7 +183,7 @@ class SimView:
         # constants, and the simulator's bound methods themselves (a method of the view would cost a frame)
         for name in (
             "num_jobs", "num_plans", "num_types", "jobs", "cluster", "config", "gpu_types", "available_plans",
-            "next_event_time", "has_pending_events", "startup_seconds", "restart_seconds",
+            "next_event_time", "has_pending_events", "startup_seconds", "restart_seconds", "spread_iter_time",
         ):
             put(self, name, getattr(sim, name))
         for name in (

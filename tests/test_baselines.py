@@ -349,3 +349,24 @@ def test_evaluate_policy_episodes_equal_fresh_ones_since_a_batched_episode_start
             _, r, terminated, truncated, _ = fresh.step(int(action))
             total, done = total + r, terminated or truncated
         assert reward == pytest.approx(total, abs=1e-5)
+
+
+def test_asrpt_spread_ratio_uses_the_plans_pipeline_layout():
+    """A-SRPT's communication ratio reads the simulator's spread iteration time, which keeps the plan's
+    pipeline stages and micro-batch (found by the fuzzer: on the overloaded week a pipelined plan's dp = count
+    / tp exceeded the batch and raised); the consolidated span gives back ``iter_time`` exactly."""
+    env = FrenzyEnv(cluster="frenzy-testbed", workload="itp-overloaded")
+    policy = make_policy("asrpt", env)
+    obs, _ = env.reset(seed=539792114)
+    policy.reset()
+    for _ in range(400):
+        action, _ = policy.predict(obs, action_masks=env.action_masks())
+        obs, _, term, trunc, _ = env.step(int(action))
+        if term or trunc:
+            break
+    sim = env.sim
+    ok = np.argwhere(np.isfinite(sim.iter_time) & sim.pred_ok)
+    piped = [(int(j), int(p)) for j, p in ok if sim._row_pp_l[sim._row_key_l[j]][p] > 1]
+    assert piped, "the overloaded week has pipelined plans"
+    for j, p in piped[:50]:
+        assert sim.spread_iter_time(j, p, int(sim._plan_span_l[p])) == pytest.approx(float(sim.iter_time[j, p]))

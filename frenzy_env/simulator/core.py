@@ -404,6 +404,24 @@ class ClusterSimulator(_MaskLayer):
         nodes = np.flatnonzero(counts)
         return nodes.tolist(), counts[nodes].tolist()
 
+    def spread_iter_time(self, job: int, plan: int, nodes_spanned: int) -> float:
+        """Seconds per iteration of ``job`` on ``plan``'s layout (tensor, pipeline, micro-batch) when its GPUs
+        span ``nodes_spanned`` nodes (``iter_time[job, plan]`` is the consolidated placement's); cached per job
+        configuration. Policies read it as ``env.view.spread_iter_time``."""
+        row = self._row_key_l[job]
+        key = (row, plan, nodes_spanned)
+        it = self._spread_iter_time.get(key)
+        if it is None:
+            j = self.jobs[job]
+            tp, pp = self._row_tp_l[row][plan], self._row_pp_l[row][plan]  # = layout_tp / layout_pp[job, plan]
+            it = self._spread_iter_time[key] = iteration_time(
+                j.model, batch_size=int(j.batch_size), seq_len=int(j.seq_len),
+                gpu=self.gpu_types[self._plan_type_l[plan]], dp=self._plan_count_l[plan] // (tp * pp), tp=tp,
+                nodes_spanned=nodes_spanned, utilisation=self.config.utilisation, pp=pp,
+                micro_batch=self._row_mb_l[row][plan],
+            )
+        return it
+
     def _launch(
         self, job: int, plan: int, placed: tuple, done_base: float, extra_delay: float, slot: int = -1
     ) -> None:
@@ -433,16 +451,9 @@ class ClusterSimulator(_MaskLayer):
         if spanned == self._plan_span_l[plan]:
             it = self._row_it_l[row][plan]  # = iter_time[job, plan] (consolidated)
         else:
-            key = (row, plan, spanned)
-            it = self._spread_iter_time.get(key)
+            it = self._spread_iter_time.get((row, plan, spanned))
             if it is None:
-                j = self.jobs[job]
-                pp = self._row_pp_l[row][plan]  # = layout_pp[job, plan]
-                it = self._spread_iter_time[key] = iteration_time(
-                    j.model, batch_size=int(j.batch_size), seq_len=int(j.seq_len),
-                    gpu=self.gpu_types[t], dp=num // (tp * pp), tp=tp, nodes_spanned=spanned,
-                    utilisation=cfg.utilisation, pp=pp, micro_batch=self._row_mb_l[row][plan],
-                )
+                it = self.spread_iter_time(job, plan, spanned)
         will_oom = not self._row_true_l[row][plan]  # = not true_ok[job, plan]
         delay = self._row_start_l[row][plan] + extra_delay  # (startup_seconds / restart_seconds: the same sum)
         progress_from = now + delay
