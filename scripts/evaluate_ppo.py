@@ -22,6 +22,7 @@ training decisions, with the reference's) into ``--out``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 from pathlib import Path
@@ -38,10 +39,8 @@ def _value(text: str) -> object:
     if text in special:
         return special[text]
     for kind in (int, float):
-        try:
+        with contextlib.suppress(ValueError):  # not this kind: try the next
             return kind(text)
-        except ValueError:
-            pass
     return text
 
 
