@@ -91,6 +91,11 @@ class RLlibTrainConfig:
     episodes run until every job is done).
     Sampling: ``num_env_runners`` EnvRunner actors (0: sample in the driver process), each stepping
     ``num_envs_per_env_runner`` envs; ``train_batch_size`` env steps per iteration.
+    Objective: ``reference`` (a ``baselines`` policy name; None: the env's raw reward) and ``reward_gain``: the
+    reward of :class:`agents.ppo.PPOConfig`, differenced against the reference playing the same workload and
+    normalised per episode (:class:`agents.ppo.ReferenceReward`), so an episode returns ``reward_gain * (1 -
+    agent cost / reference cost)``; ``gamma`` 1 (undiscounted, as the sb3 trainer's default; RLlib discounts
+    per step, so the sb3 trainer's per-hour discount ``horizon_h`` has no counterpart here).
     PPO: ``minibatch_size``, ``num_epochs`` (passes over each batch), ``lr``, ``gamma``, ``lambda_`` (GAE),
     ``clip_param``, ``entropy_coeff``, ``grad_clip`` (None: none), ``hidden`` (MLP widths of the policy and
     the separate value network); defaults follow :class:`agents.ppo.PPOConfig`.
@@ -112,7 +117,9 @@ class RLlibTrainConfig:
     minibatch_size: int = 256
     num_epochs: int = 4
     lr: float = 1e-4
-    gamma: float = 0.995
+    reference: str | None = "doubling"
+    reward_gain: float = 10.0
+    gamma: float = 1.0
     lambda_: float = 0.95
     clip_param: float = 0.1
     entropy_coeff: float = 0.001
@@ -145,6 +152,15 @@ class RLlibTrainConfig:
         _check_float("lr", self.lr, lo=0.0, lo_open=True)
         _check_float("gamma", self.gamma, lo=0.0, hi=1.0, lo_open=True)
         _check_float("lambda_", self.lambda_, lo=0.0, hi=1.0)
+        _check_float("reward_gain", self.reward_gain, lo=0.0, lo_open=True)
+        if self.reference is not None:
+            from baselines import POLICIES
+
+            if self.reference not in POLICIES:
+                raise ConfigError(
+                    f"reference must be a baseline policy name or None, got {self.reference!r} "
+                    f"(known: {', '.join(POLICIES)})"
+                )
         _check_float("clip_param", self.clip_param, lo=0.0, lo_open=True)
         _check_float("entropy_coeff", self.entropy_coeff, lo=0.0)
         if self.grad_clip is not None:
@@ -188,8 +204,11 @@ class RLlibTrainConfig:
         return cls(**data)
 
     def env_config(self) -> dict[str, Any]:
-        """The keyword arguments of :class:`~frenzy_env.env.FrenzyEnv` (the RLlib ``env_config``)."""
+        """The RLlib ``env_config``: the keyword arguments of :class:`~frenzy_env.env.FrenzyEnv`, plus
+        ``reference`` and ``reward_gain`` when the reward is differenced (:func:`make_env` takes them off)."""
+        reward = {} if self.reference is None else {"reference": self.reference, "reward_gain": self.reward_gain}
         return {
+            **reward,
             "cluster": self.cluster,
             "workload": self.workload,
             "predictor": self.predictor,
@@ -247,12 +266,21 @@ class InvalidStepInfo(gym.Wrapper):
 
 def make_env(env_config: dict[str, Any] | None = None) -> gym.Env:
     """The RLlib env creator: a :class:`FrenzyEnv` of ``env_config`` (its keyword arguments) wrapped in
-    :class:`InvalidStepInfo`. Module-level so that Ray pickles it by reference."""
+    :class:`InvalidStepInfo`; with a ``reference`` key (and ``reward_gain``, default 10) the reward is
+    differenced against that baseline first (:class:`agents.ppo.ReferenceReward`). Module-level so that Ray
+    pickles it by reference."""
     from frenzy_env.env import FrenzyEnv
 
     kwargs = dict(env_config or {})
     kwargs.pop("num_envs", None)  # RLlib's vectorised entry point adds it
-    return InvalidStepInfo(FrenzyEnv(**kwargs))
+    reference = kwargs.pop("reference", None)
+    gain = kwargs.pop("reward_gain", 10.0)
+    env: gym.Env = FrenzyEnv(**kwargs)
+    if reference is not None:
+        from agents.ppo.reference import ReferenceReward
+
+        env = ReferenceReward(env, reference, gain)
+    return InvalidStepInfo(env)
 
 
 def flat_feature_space(observation_space: gym.spaces.Dict) -> gym.spaces.Box:

@@ -44,15 +44,19 @@ def _value(text: str) -> object:
     return text
 
 
-def _policies(names: list[str], model: Path, models: dict[str, Path]) -> dict:
-    """Factories: the labelled ``models`` and ``ppo`` (``model``) with the env's windows; scripted baselines
-    with every job within reach (wide windows), as in frenzy evaluate. A name ``NAME:k=v:k=v`` passes keywords
-    to ``make_policy`` (``srpt_est:grow=False``) and keeps the whole spec as its label."""
+def _policies(names: list[str], model: Path, models: dict[str, Path], seed: int = 0, greedy: bool = False,
+              only_models: bool = False) -> dict:
+    """Factories: the labelled ``models`` and ``ppo`` (``model``) with the env's windows, sampling with ``seed``
+    (or greedy); scripted baselines with every job within reach (wide windows), as in frenzy evaluate (left
+    out with ``only_models``). A name ``NAME:k=v:k=v`` passes keywords to ``make_policy``
+    (``srpt_est:grow=False``) and keeps the whole spec as its label."""
     out: dict = {}
     for spec in names:
         if spec == "ppo" or spec in models:
             path = model if spec == "ppo" else models[spec]
-            out[spec] = lambda env, path=path: load_policy(env, path)
+            out[spec] = lambda env, path=path: load_policy(env, path, sample=not greedy, seed=seed)
+            continue
+        if only_models:
             continue
         name, _, rest = spec.partition(":")
         kwargs = {}
@@ -131,6 +135,11 @@ def main() -> None:
         "--policies", default=None,
         help="comma list (default: every baseline but random, + ppo); NAME:k=v:k=v passes keywords",
     )
+    ap.add_argument(
+        "--samples", type=int, default=3,
+        help="independent sampled plays of each model per workload (their mean is the model's value; default 3)",
+    )
+    ap.add_argument("--greedy", action="store_true", help="models take their greedy action (one play)")
     ap.add_argument("--out", type=Path, default=Path("docs/ppo"))
     ap.add_argument(
         "--combine", type=Path, action="append", default=[], help="episodes.csv of an earlier run to include"
@@ -147,30 +156,36 @@ def main() -> None:
             ap.error(f"--labelled-model: expected NAME=PATH of an existing file, got {item!r}")
         models[name] = Path(path)
     names = args.policies.split(",") if args.policies else [p for p in POLICIES if p != "random"] + ["ppo"]
-    policies = _policies(names, model, models)
+    if args.samples < 1:
+        ap.error(f"--samples must be >= 1, got {args.samples}")
+    import pandas as pd
+
+    done: list = []
 
     def save(jobs, episodes):  # partial results survive a later failure
-        episodes.to_csv(args.out / "episodes.csv", index=False)
+        pd.concat([*done, episodes], ignore_index=True).to_csv(args.out / "episodes.csv", index=False)
 
-    if args.test_split:
-        episodes = run_test_split(args.run, policies, save)
-    else:
-        _, episodes = evaluate(
-            lambda wl, **overrides: FrenzyEnv(cluster="frenzy-testbed", workload=wl, **overrides),
-            policies,
-            args.workloads.split(","),
-            range(TEST_SEED_START, TEST_SEED_START + args.seeds),
-            on_episode=save,
-        )
+    for sample in range(1 if args.greedy else args.samples):
+        policies = _policies(names, model, models, seed=sample, greedy=args.greedy, only_models=sample > 0)
+        if not policies:
+            break
+        if args.test_split:
+            part = run_test_split(args.run, policies, save)
+        else:
+            _, part = evaluate(
+                lambda wl, **overrides: FrenzyEnv(cluster="frenzy-testbed", workload=wl, **overrides),
+                policies,
+                args.workloads.split(","),
+                range(TEST_SEED_START, TEST_SEED_START + args.seeds),
+                on_episode=save,
+            )
+        done.append(part.assign(sample=sample))
+    episodes = pd.concat(done, ignore_index=True)
     if args.combine:
-        import pandas as pd
-
         episodes = pd.concat([*(pd.read_csv(p) for p in args.combine), episodes], ignore_index=True)
     episodes.to_csv(args.out / "episodes.csv", index=False)
     summary = summarise(episodes)
     if args.test_split:  # one row per policy over every test workload, too
-        import pandas as pd
-
         summary = pd.concat([summary, summarise(episodes.assign(workload="all test"))], ignore_index=True)
     summary.to_csv(args.out / "summary.csv", index=False)
     md = summary_markdown(summary, metrics=("avg_jct_h", "gpu_hours", "p95_jct_h", "makespan_h", "restarts", "ooms"))

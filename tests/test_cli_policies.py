@@ -213,3 +213,13 @@ def test_a_registered_policy_runs_by_name(monkeypatch, capsys):
     for bad in ("", "a:b", "ppo"):
         with pytest.raises(FrenzyError, match="cannot register"):
             register_policy(bad, Last)
+
+
+def test_ppo_models_sample_unless_greedy_is_asked_for():
+    from frenzy_env.env import FrenzyEnv
+
+    env = FrenzyEnv(workload="synthetic-small")
+    sampled = resolve(["ppo"], [("b", DEFAULT_MODEL_PATH)], None)
+    greedy = resolve(["ppo"], [("b", DEFAULT_MODEL_PATH)], None, greedy=True)
+    assert [s.factory(env).sample for s in sampled] == [True, True]
+    assert [s.factory(env).sample for s in greedy] == [False, False]

@@ -226,8 +226,8 @@ def test_split_workloads_from_the_shared_traces():
     cfg = TrainConfig(validation_jobs=10, validation_traces=windows(VALIDATION_TRACES), validation_windows=2,
                       test_traces=windows(TEST_TRACES), test_windows=4, test_seeds=10)
     val, test = validation_workloads(cfg), test_workloads(cfg)
-    assert len(val) == 4 + 2 * 2 and len(test) == 10 + 4 * 3  # >= 10 paired test windows plus synthetic seeds
-    assert {s for _, _, s in val} == {500, 501, 502, 503} and {s for _, _, s in test} >= {1000, 1009}
+    assert len(val) == 8 + 2 * 2 and len(test) == 10 + 4 * 3  # >= 10 paired test windows plus synthetic seeds
+    assert {s for _, _, s in val} == set(range(500, 508)) and {s for _, _, s in test} >= {1000, 1009}
     assert len({n for n, _, _ in test}) == len(test)  # distinct windows
     assert all(len(wl.jobs) == 20 for n, wl, _ in test if not n.startswith("synthetic"))
 
@@ -239,3 +239,156 @@ def test_a_wall_clock_limit_ends_the_run_validated_and_saved(tmp_path):
     assert log["stopped_by_max_minutes"] and log["updates"] == 1 and log["timesteps"] == 192
     assert len((out / "learning_curve.csv").read_text().splitlines()) == 3  # header, start, at the stop
     assert (out / "checkpoint.pt").is_file() and (out / "model.zip").is_file()
+
+
+def test_validation_samples_with_common_random_numbers_and_greedy_with_zero(tmp_path):
+    from agents.ppo.training import Validator, _container
+    from agents.ppo.workloads import make_env, training_generator
+
+    cfg = _tiny(tmp_path, "v")
+    model = _container(cfg, make_env(cfg, training_generator(cfg)))
+    sampled = Validator(cfg)
+    a, b = sampled.run(model.policy), sampled.run(model.policy)
+    assert a.shape == (cfg.validation_samples, cfg.validation_episodes) and np.array_equal(a, b)  # same draws
+    assert np.all(a > 0) and sampled.ref_jct.shape == (cfg.validation_episodes,)
+    greedy = Validator(dataclasses.replace(cfg, validation_samples=0))
+    g = greedy.run(model.policy)
+    assert g.shape == (1, cfg.validation_episodes)
+    # the greedy play is the policy's deterministic action, step by step
+    env = make_env(cfg, greedy.items[0][1])
+    expected = run_episode(env, load_policy(env, _save(model, tmp_path / "g.zip"), sample=False),
+                           seed=greedy.seeds[0]).metrics["avg_jct_h"]
+    assert g[0, 0] == pytest.approx(expected)
+
+
+def _save(model, path):
+    model.save(path)
+    return path
+
+
+def test_init_model_continues_from_its_weights(tmp_path):
+    first = train(_tiny(tmp_path, "a"))
+    cfg = dataclasses.replace(_tiny(tmp_path, "b"), init_model=str(first / "model.zip"), timesteps=192)
+    second = train(cfg)
+    assert not (second / "bc_model.zip").exists()  # no warm start: the weights came from the model
+    rows = lambda d: (d / "learning_curve.csv").read_text().splitlines()  # noqa: E731
+    # the same validation draws: the continued run starts where the first one ended
+    assert rows(second)[1].split(",")[3:] == rows(first)[-1].split(",")[3:]
+    assert json.loads((second / "train_log.json").read_text())["init_model"] == str(first / "model.zip")
+    wider = dataclasses.replace(cfg, out_dir=str(tmp_path / "c"),
+                                ppo=dataclasses.replace(cfg.ppo, embed_dim=cfg.ppo.embed_dim + 8))
+    with pytest.raises(ConfigError, match="does not fit"):
+        train(wider)
+    with pytest.raises(ConfigError, match="init_model"):
+        dataclasses.replace(cfg, init_model="runs/a")
+
+
+def test_the_loaded_policy_samples_reproducibly_from_its_distribution(tmp_path):
+    from agents.ppo.training import _container
+    from agents.ppo.workloads import make_env, training_generator
+
+    cfg = _tiny(tmp_path, "s")
+    path = _save(_container(cfg, make_env(cfg, training_generator(cfg))), tmp_path / "s.zip")
+    env = FrenzyEnv(workload="synthetic-small")
+    policy = load_policy(env, path)
+    assert policy.sample
+    runs = [run_episode(env, policy, seed=1000).metrics["avg_jct_h"] for _ in range(2)]
+    assert runs[0] == runs[1]  # re-seeded per episode
+    obs, _ = env.reset(seed=1000)
+    policy.reset()
+    mask = env.action_masks()
+    obs_t, _ = policy.model.policy.obs_to_tensor(obs)
+    with th.no_grad():
+        probs = policy.model.policy.get_distribution(obs_t, action_masks=mask[None]).distribution.probs[0].numpy()
+    draws = np.array([int(policy.predict(obs, deterministic=True)[0]) for _ in range(3000)])
+    freq = np.bincount(draws, minlength=probs.size) / draws.size
+    assert mask[draws].all() and np.abs(freq - probs).max() < 0.04  # sampled, whatever deterministic says
+    greedy = load_policy(env, path, sample=False)
+    assert int(greedy.predict(obs)[0]) == int(policy.model.predict(obs, deterministic=True, action_masks=mask)[0])
+    other = load_policy(env, path, seed=1)
+    other.reset()
+    policy.reset()
+    assert [int(other.predict(obs)[0]) for _ in range(50)] != [int(policy.predict(obs)[0]) for _ in range(50)]
+    with pytest.raises(ConfigError, match="seed"):
+        load_policy(env, path, seed=-1)
+
+
+def test_reference_reward_wrapper_returns_the_normalised_cost_difference():
+    from agents.ppo import ReferenceReward
+    from agents.rllib import RLlibTrainConfig, make_env
+    from baselines import make_policy
+
+    def play(env, policy_name):
+        policy = make_policy(policy_name, env)
+        policy.reset()
+        env.reset(seed=1003)
+        total, raw, done = 0.0, 0.0, False
+        while not done:
+            _, r, term, trunc, info = env.step(policy.act(env.unwrapped.action_masks()))
+            total, raw, done = total + r, raw + info["env_reward"], term or trunc
+        return total, raw
+
+    env = ReferenceReward(FrenzyEnv(workload="synthetic-small"), "srpt_est", gain=10.0)
+    same, _ = play(env, "srpt_est")
+    assert same == pytest.approx(0.0, abs=1e-9)  # the reference against itself
+    ref_cost = env.cache.get(1003).total
+    shaped, raw = play(env, "fifo")
+    assert shaped == pytest.approx(10.0 * (1.0 - (-raw) / ref_cost), rel=1e-6)  # costs from the first decision
+    assert env.cache.runs == 1  # one reference run per workload seed
+    # the RLlib env creator differences the reward the same way when the config names a reference
+    cfg = RLlibTrainConfig(workload="synthetic-small")
+    assert cfg.gamma == 1.0 and cfg.env_config()["reference"] == "doubling"
+    assert isinstance(make_env(cfg.env_config()).env, ReferenceReward)
+    assert not isinstance(make_env(RLlibTrainConfig(reference=None).env_config()).env, ReferenceReward)
+    with pytest.raises(ConfigError, match="reference"):
+        RLlibTrainConfig(reference="nobody")
+
+
+def test_reference_reward_of_a_truncated_episode_covers_the_same_span():
+    from agents.ppo import ReferenceReward
+    from baselines import make_policy
+
+    env = ReferenceReward(FrenzyEnv(workload="synthetic-small", max_steps=5), "srpt_est")
+    policy = make_policy("srpt_est", env)
+    policy.reset()
+    env.reset(seed=1003)
+    total, trunc = 0.0, False
+    while not trunc:
+        _, r, term, trunc, _ = env.step(policy.act(env.unwrapped.action_masks()))
+        assert not term
+        total += r
+    assert total == pytest.approx(0.0, abs=1e-9)  # the reference itself over its own first 5 steps: no settling
+
+
+def test_a_critic_warmup_update_leaves_the_policy_unchanged(tmp_path):
+    from agents.ppo.training import CRITIC_ONLY
+
+    first = train(_tiny(tmp_path, "a"))
+    cfg = dataclasses.replace(_tiny(tmp_path, "w"), init_model=str(first / "model.zip"),
+                              ppo=dataclasses.replace(_tiny(tmp_path, "w").ppo, critic_warmup_updates=1))
+    warm = train(cfg, stop_after_updates=1)
+    before, after = _params(first / "model.zip"), _params(warm / "model.zip")
+    # (the state dict also lists the shared extractor as pi_features_extractor and vf_features_extractor)
+    critic = [k for k in before if k.replace("pi_features", "features").replace("vf_features", "features")
+              .startswith(CRITIC_ONLY)]
+    assert critic and all(th.equal(before[k], after[k]) for k in before if k not in critic)
+    assert any(not th.equal(before[k], after[k]) for k in critic)  # the critic learnt
+    line = json.loads((warm / "updates.jsonl").read_text().splitlines()[0])
+    assert line["approx_kl"] == pytest.approx(0.0, abs=1e-9)  # the policy's probabilities did not move
+
+
+def test_gae_with_a_lambda_per_step():
+    r = np.array([[0.0], [0.0], [-4.0]])
+    v = np.array([[1.0], [2.0], [0.5]])
+    d = np.array([[0.0], [0.0], [1.0]])
+    lam = np.array([[1.0], [1.0], [0.5]])  # the first two steps took no time: lambda 1 there
+    adv, _ = gae(r, v, np.ones((3, 1)), d, np.array([0.0]), lam)
+    a3 = -4.0 - 0.5
+    a2 = (0.0 + 0.5 - 2.0) + 1.0 * a3
+    a1 = (0.0 + 2.0 - 1.0) + 1.0 * a2
+    assert np.allclose(adv[:, 0], [a1, a2, a3])
+    assert a1 == pytest.approx(-4.0 - 1.0)  # lambda 1 throughout: the return minus the first value
+    same, _ = gae(r, v, np.ones((3, 1)), d, np.array([0.0]), 0.5)
+    assert np.allclose(same, gae(r, v, np.ones((3, 1)), d, np.array([0.0]), np.full((3, 1), 0.5))[0])
+    with pytest.raises(ConfigError, match="same_instant_lambda"):
+        PPOConfig(same_instant_lambda=1.5)

@@ -43,7 +43,14 @@ from agents.ppo.loading import (
     make_ppo_policy,
 )
 from agents.ppo.network import SlotPlanHead, SlotPlanPolicy, SlotSetExtractor, policy_kwargs_for
-from agents.ppo.reference import ReferenceCache, ReferenceCurve, RewardShaper, differenced_reward, run_reference
+from agents.ppo.reference import (
+    ReferenceCache,
+    ReferenceCurve,
+    ReferenceReward,
+    RewardShaper,
+    differenced_reward,
+    run_reference,
+)
 from agents.ppo.rollout import VecRollout, gae, step_discounts
 from agents.ppo.training import train
 from agents.ppo.warmstart import GrowTeacher, SrptTeacher, behaviour_clone, collect_teacher
@@ -52,7 +59,8 @@ from agents.ppo.workloads import MixtureGenerator, make_env, test_workloads, tra
 __all__ = [
     "DEFAULT_CONFIG_PATH", "DEFAULT_MODEL_PATH", "MODELS_DIR", "TEST_SEED_START", "TEST_TRACES", "TRAIN_SEEDS",
     "TRAIN_TRACES", "VALIDATION_SEEDS", "VALIDATION_TRACES", "GrowTeacher", "MixtureGenerator", "PPOConfig",
-    "PPOPolicy", "ReferenceCache", "ReferenceCurve", "RewardShaper", "SlotPlanHead", "SlotPlanPolicy",
+    "PPOPolicy", "ReferenceCache", "ReferenceCurve", "ReferenceReward", "RewardShaper", "SlotPlanHead",
+    "SlotPlanPolicy",
     "SlotSetExtractor", "SrptTeacher", "TraceWindows", "TrainConfig", "VecRollout", "action_types",
     "behaviour_clone", "check_model_path", "collect_teacher", "differenced_reward", "factored_log_probs", "gae",
     "load_policy", "make_env", "make_ppo_policy", "policy_kwargs_for", "run_reference", "step_discounts",

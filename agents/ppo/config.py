@@ -31,7 +31,11 @@ class PPOConfig:
     (decisions per env per rollout: a rollout is n_steps * n_envs decisions); batch_size (minibatch);
     n_epochs (passes over each rollout); gae_lambda (GAE lambda per decision); clip_range (PPO ratio clip);
     vf_coef (value-loss weight); max_grad_norm (gradient clipping); target_kl (an update stops early past
-    this approximate KL; None: never).
+    this approximate KL; None: never); critic_warmup_updates (the run's first updates fit the critic only,
+    for a run that starts from a model whose critic learnt another reward, e.g. another reference);
+    same_instant_lambda (GAE's lambda on steps that take no simulated time, the starts and resizes of one
+    instant; None: gae_lambda. 1 hands the cost that follows a burst of same-instant decisions back to each
+    of them undiminished, so they lean less on the critic).
 
     Objective (docs/ppo/mdp.md): horizon_h discounts per hour of *simulated* time, ``gamma_t = exp(-dt /
     horizon)`` for a step lasting dt (None: undiscounted, the return is the whole episode's cost);
@@ -64,6 +68,8 @@ class PPOConfig:
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
     target_kl: float | None = 0.03
+    critic_warmup_updates: int = 0
+    same_instant_lambda: float | None = None
     horizon_h: float | None = None
     reference: str | None = "doubling"
     reward_gain: float = 10.0
@@ -95,10 +101,14 @@ class PPOConfig:
                 raise ConfigError(f"ppo.{name} must be a positive number, got {v!r}")
         if self.horizon_h is not None and not (isinstance(self.horizon_h, (int, float)) and self.horizon_h > 0):
             raise ConfigError(f"ppo.horizon_h must be a positive number of hours or None, got {self.horizon_h!r}")
+        if self.same_instant_lambda is not None and not (0.0 <= self.same_instant_lambda <= 1.0):
+            raise ConfigError(f"ppo.same_instant_lambda must be in [0, 1] or None, got {self.same_instant_lambda!r}")
         if not (0.0 <= self.gae_lambda <= 1.0):
             raise ConfigError(f"ppo.gae_lambda must be in [0, 1], got {self.gae_lambda!r}")
         if not (0.0 <= self.type_floor < 1.0):
             raise ConfigError(f"ppo.type_floor must be in [0, 1), got {self.type_floor!r}")
+        if not isinstance(self.critic_warmup_updates, (int, np.integer)) or self.critic_warmup_updates < 0:
+            raise ConfigError(f"ppo.critic_warmup_updates must be an integer >= 0, got {self.critic_warmup_updates!r}")
         if not isinstance(self.bc_episodes, (int, np.integer)) or self.bc_episodes < 0:
             raise ConfigError(f"ppo.bc_episodes must be an integer >= 0, got {self.bc_episodes!r}")
         if self.reference is not None and not isinstance(self.reference, str):
@@ -148,9 +158,11 @@ class TrainConfig:
     train_workloads: training episodes draw their workload seed from this many seeds (a finite pool, so
     the reference run of each is cached and reused).
 
-    Validation (every ``eval_freq`` decisions, deterministic): ``validation_episodes`` synthetic workloads
+    Validation (every ``eval_freq`` decisions): ``validation_episodes`` synthetic workloads
     (``validation_jobs`` jobs, load ``validation_load``, seeds 500, 501, ...) and ``validation_windows``
-    fixed windows of each of ``validation_traces``. Test (never used in training or validation; recorded
+    fixed windows of each of ``validation_traces``, each played ``validation_samples`` times with sampled
+    actions (seeded; 0: once, greedily); ``best_model.zip`` has the lowest mean ratio of average JCT to the
+    reference's. Test (never used in training or validation; recorded
     here for ``scripts/evaluate_ppo.py``): ``test_windows`` fixed windows of each of ``test_traces`` and
     ``test_seeds`` synthetic seeds from 1000.
 
@@ -158,7 +170,8 @@ class TrainConfig:
     validation and checkpoint, as at ``timesteps`` (the learning rate schedule still runs to ``timesteps``);
     checkpoint_minutes: wall minutes between checkpoints (also written at every validation and at the end);
     out_dir: output folder; threads: torch threads; queue_slots, running_slots: env sizes; progress: a
-    progress bar; verbose: a line per update.
+    progress bar; verbose: a line per update; init_model: start from this model's weights (a ``.zip`` this
+    trainer wrote with the same network sizes) instead of the warm start (which it replaces).
     """
 
     timesteps: int = 3_000_000
@@ -174,13 +187,14 @@ class TrainConfig:
     train_workloads: int = 1000
     validation_jobs: int = 200
     validation_load: float = 0.7
-    validation_episodes: int = 4
+    validation_episodes: int = 8
     validation_traces: tuple[TraceWindows, ...] = ()
-    validation_windows: int = 3
+    validation_windows: int = 4
+    validation_samples: int = 2
     test_traces: tuple[TraceWindows, ...] = ()
     test_windows: int = 6
     test_seeds: int = 10
-    eval_freq: int = 300_000
+    eval_freq: int = 200_000
     max_minutes: float | None = 52.0
     checkpoint_minutes: float = 5.0
     out_dir: str = "runs/ppo"
@@ -189,6 +203,7 @@ class TrainConfig:
     running_slots: int = 64
     progress: bool = True
     verbose: int = 0
+    init_model: str | None = None
     ppo: PPOConfig = field(default_factory=PPOConfig)
 
     def __post_init__(self) -> None:
@@ -197,7 +212,7 @@ class TrainConfig:
             v = getattr(self, name)
             if not isinstance(v, (int, np.integer)) or v < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {v!r}")
-        for name in ("validation_windows", "test_windows", "test_seeds"):
+        for name in ("validation_windows", "validation_samples", "test_windows", "test_seeds"):
             v = getattr(self, name)
             if not isinstance(v, (int, np.integer)) or v < 0:
                 raise ConfigError(f"{name} must be an integer >= 0, got {v!r}")
@@ -205,6 +220,8 @@ class TrainConfig:
             raise ConfigError(f"max_minutes must be a positive number or None, got {self.max_minutes!r}")
         if not (isinstance(self.checkpoint_minutes, (int, float)) and self.checkpoint_minutes > 0):
             raise ConfigError(f"checkpoint_minutes must be a positive number, got {self.checkpoint_minutes!r}")
+        if self.init_model is not None and not str(self.init_model).endswith(".zip"):
+            raise ConfigError(f"init_model must name a model .zip file, got {self.init_model!r}")
         if self.vec_env != "dummy":
             raise ConfigError(
                 f"vec_env must be 'dummy' (the trainer steps its envs in this process), got {self.vec_env!r}"

@@ -12,7 +12,8 @@ over simulated time, in the env's reward unit, hours by default) is cached per w
 and its last step also ``C_ref(end) - C_ref(t1)``, so an episode's rewards sum to exactly ``reference cost -
 agent cost`` (:func:`differenced_reward`). :class:`RewardShaper` also divides by the reference's total cost
 and multiplies by ``gain``: the return is ``gain * (1 - agent cost / reference cost)``, the same scale for a
-7-hour and a 300-hour episode.
+7-hour and a 300-hour episode. :class:`ReferenceReward` is the same reward as a Gymnasium wrapper, for
+learners that step an env themselves (RLlib: ``RLlibTrainConfig.reference``).
 
 Both runs start from the env's first decision (what comes before it is the same for every policy: only
 "wait" is legal), so the cost before it cancels and is left out.
@@ -23,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from frenzy_env.errors import ConfigError
@@ -80,9 +82,10 @@ def differenced_reward(curve: ReferenceCurve, r_env: float, t0: float, t1: float
 
 
 class ReferenceCache:
-    """Reference curves per workload seed, computed on first use on a private env (``make_env()``)."""
+    """Reference curves per workload seed, computed on first use on a private env (``make_env()``); at most
+    ``max_cached`` curves are kept (the oldest go first)."""
 
-    def __init__(self, make_env: Any, policy: str) -> None:
+    def __init__(self, make_env: Any, policy: str, max_cached: int | None = None) -> None:
         from baselines import POLICIES
 
         if policy not in POLICIES:
@@ -91,6 +94,7 @@ class ReferenceCache:
         self._env: Any = None
         self.curves: dict[int, ReferenceCurve] = {}
         self.runs = 0
+        self.max_cached = max_cached
 
     def get(self, seed: int) -> ReferenceCurve:
         """The curve of workload ``seed`` (run now if not cached)."""
@@ -101,6 +105,8 @@ class ReferenceCache:
                 self._env = self.make_env()
             curve = self.curves[seed] = run_reference(self._env, self.policy, seed)
             self.runs += 1
+            if self.max_cached is not None and len(self.curves) > self.max_cached:
+                del self.curves[next(iter(self.curves))]
         return curve
 
 
@@ -134,3 +140,37 @@ class RewardShaper:
     def state(self) -> dict[str, Any]:
         """What a checkpoint needs (the curves themselves are recomputed on resume: they are deterministic)."""
         return {"t": list(self.t), "scale": list(self.scale)}
+
+
+class ReferenceReward(gym.Wrapper):
+    """The PPO trainer's reward as a Gymnasium wrapper of a :class:`~frenzy_env.env.FrenzyEnv`: each step's
+    reward differenced against ``reference`` (a ``baselines`` policy name) playing the same workload, times
+    ``gain`` / the reference's total cost, so an episode returns ``gain * (1 - agent cost / reference cost)``
+    (see this module's docstring). At every reset the reference plays the episode's workload (the env's
+    ``episode_seed``) on a private copy of the env, once per seed (cached, ``max_cached`` curves at most:
+    a finite pool of workload seeds makes that pay; fresh seeds cost one reference episode each, 0.2-1.5 s
+    on the testbed). ``info["env_reward"]`` keeps the env's own reward. Only a terminated episode settles the
+    reference's cost after its last step; a truncated one (``max_steps``) compares both over the same span,
+    ``C_ref(t) - agent cost up to t``.
+    """
+
+    def __init__(self, env: Any, reference: str = "doubling", gain: float = 10.0, max_cached: int = 4096) -> None:
+        import copy
+
+        super().__init__(env)
+        if not (isinstance(gain, (int, float)) and np.isfinite(gain) and gain > 0):
+            raise ConfigError(f"gain must be a positive number, got {gain!r}")
+        self.reference = reference
+        self.cache = ReferenceCache(lambda: copy.deepcopy(self.env.unwrapped), reference, max_cached)
+        self.shaper = RewardShaper(self.cache, gain, 1)
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict]:
+        obs, info = self.env.reset(**kwargs)
+        base = self.env.unwrapped
+        self.shaper.start(0, base.episode_seed, info["time"], base.sim.num_jobs)
+        return obs, info
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        obs, r, terminated, truncated, info = self.env.step(action)
+        info["env_reward"] = float(r)
+        return obs, self.shaper.reward(0, r, info["time"], terminated), terminated, truncated, info

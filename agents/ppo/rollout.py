@@ -32,23 +32,25 @@ def gae(
     discounts: np.ndarray,
     dones: np.ndarray,
     last_values: np.ndarray,
-    lam: float,
+    lam: float | np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Generalised advantage estimation with a discount per step.
 
     All arrays are (T, N) (steps x envs) but ``last_values`` (N,), the value of the state after the last step.
     ``dones[t]`` is 1 when the episode ended at step t (no bootstrap across it); ``discounts[t]`` is the
     discount applied to what follows step t. ``delta_t = r_t + g_t (1 - d_t) V_{t+1} - V_t`` and ``A_t =
-    delta_t + g_t lam (1 - d_t) A_{t+1}``. Returns ``(advantages, returns = advantages + values)``.
+    delta_t + g_t lam_t (1 - d_t) A_{t+1}``; ``lam`` is one lambda or a (T, N) array of them (per step).
+    Returns ``(advantages, returns = advantages + values)``.
     """
     t_len = rewards.shape[0]
+    lam = np.broadcast_to(np.asarray(lam, dtype=np.float64), rewards.shape)
     adv = np.zeros_like(values, dtype=np.float64)
     last = np.zeros(values.shape[1:], dtype=np.float64)
     for t in range(t_len - 1, -1, -1):
         nxt = last_values if t == t_len - 1 else values[t + 1]
         keep = 1.0 - dones[t]
         delta = rewards[t] + discounts[t] * keep * nxt - values[t]
-        last = delta + discounts[t] * lam * keep * last
+        last = delta + discounts[t] * lam[t] * keep * last
         adv[t] = last
     return adv, adv + values
 
@@ -77,10 +79,10 @@ def policy_outputs(
     return logp, None, entropy(logp), values
 
 
-def sample_actions(logp: th.Tensor, mask: th.Tensor) -> th.Tensor:
+def sample_actions(logp: th.Tensor, mask: th.Tensor, generator: th.Generator | None = None) -> th.Tensor:
     """(B,) actions drawn from normalised log-probabilities ``logp`` (B, A) over the legal entries of ``mask``
-    only (an inverse-CDF draw on the legal entries, one uniform per row from torch's generator: cheaper than a
-    multinomial over every action)."""
+    only (an inverse-CDF draw on the legal entries, one uniform per row from ``generator``, torch's global one
+    by default: cheaper than a multinomial over every action)."""
     bi, ai = mask.nonzero(as_tuple=True)
     p = th.exp(logp[bi, ai].double())
     b = logp.shape[0]
@@ -90,7 +92,7 @@ def sample_actions(logp: th.Tensor, mask: th.Tensor) -> th.Tensor:
     c = th.cumsum(p, 0)
     row_total = th.zeros(b, dtype=p.dtype).index_add(0, bi, p)
     row_start = th.cumsum(row_total, 0) - row_total
-    k = th.searchsorted(c, row_start + th.rand(b, dtype=p.dtype) * row_total, right=True)
+    k = th.searchsorted(c, row_start + th.rand(b, dtype=p.dtype, generator=generator) * row_total, right=True)
     return ai[th.minimum(th.maximum(k, first), last)]
 
 
@@ -99,8 +101,8 @@ class VecRollout:
     by ``seed_offset``) so every env starts each episode on a pool workload whose reference is cached.
 
     ``collect(policy, n_steps)`` fills and returns a buffer dict: obs (key -> (T, N, ...)), masks (T, N, A),
-    actions, logp, values, rewards, discounts, dones (T, N), last_values (N,); finished episodes' metrics go
-    to :attr:`episodes`.
+    actions, logp, values, rewards, discounts, elapsed (simulated seconds of the step), dones (T, N),
+    last_values (N,); finished episodes' metrics go to :attr:`episodes`.
     """
 
     def __init__(self, envs: list[Any], shaper: Any, seed_rng: np.random.Generator, num_workloads: int,
@@ -133,7 +135,7 @@ class VecRollout:
         a_n = first["action_mask"].shape[0]
         masks = np.empty((n_steps, n, a_n), dtype=bool)
         actions = np.empty((n_steps, n), dtype=np.int64)
-        logps, values, rewards, discounts, dones = (np.empty((n_steps, n)) for _ in range(5))
+        logps, values, rewards, discounts, elapsed, dones = (np.empty((n_steps, n)) for _ in range(6))
         for t in range(n_steps):
             for i in range(n):
                 o = self.obs[i]
@@ -152,7 +154,8 @@ class VecRollout:
                 obs, r, term, trunc, info = envs[i].step(int(act[i]))
                 t1 = info["time"]
                 done = term or trunc
-                discounts[t, i] = step_discounts(t1 - self.time[i], self.horizon_s)
+                elapsed[t, i] = t1 - self.time[i]
+                discounts[t, i] = step_discounts(elapsed[t, i], self.horizon_s)
                 rewards[t, i] = self.shaper.reward(i, r, t1, done)
                 dones[t, i] = float(done)
                 if done:
@@ -167,5 +170,6 @@ class VecRollout:
             _, _, _, last_v = policy_outputs(policy, obs_tensors(last), th.from_numpy(mask))
         return {
             "obs": buf_obs, "masks": masks, "actions": actions, "logp": logps, "values": values,
-            "rewards": rewards, "discounts": discounts, "dones": dones, "last_values": last_v.numpy(),
+            "rewards": rewards, "discounts": discounts, "elapsed": elapsed, "dones": dones,
+            "last_values": last_v.numpy(),
         }

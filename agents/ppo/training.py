@@ -8,7 +8,8 @@ this module's own (not ``MaskablePPO.learn``): per-step discounts, the factored 
 and type entropy, and resumable state need it.
 
 Output folder: ``config.json`` (the configuration, the split, obs/env versions), ``model.zip`` (latest),
-``best_model.zip`` (best validation average JCT), ``bc_model.zip`` (after the warm start),
+``best_model.zip`` (the best validation score: mean ratio of average JCT to the reference's),
+``bc_model.zip`` (after the warm start),
 ``checkpoint.pt`` (everything needed to resume: network, optimizer, RNGs, envs mid-episode, the seed
 cursor, counters, the validation curve), ``learning_curve.csv`` / ``.png`` (validation average JCT against
 decisions, with the reference's), ``updates.jsonl`` (a line per update) and ``train_log.json``.
@@ -30,11 +31,13 @@ from agents.ppo.config import TrainConfig
 from agents.ppo.distribution import entropy, greedy_actions
 from agents.ppo.network import SlotPlanPolicy, policy_kwargs_for
 from agents.ppo.reference import ReferenceCache, RewardShaper, run_reference
-from agents.ppo.rollout import OBS_KEYS, VecRollout, gae, obs_tensors, policy_outputs
+from agents.ppo.rollout import OBS_KEYS, VecRollout, gae, obs_tensors, policy_outputs, sample_actions
 from agents.ppo.workloads import make_env, training_generator, validation_workloads
 from frenzy_env.env import ENV_VERSION
 from frenzy_env.observation import OBS_VERSION
 
+#: parameters (name prefixes) that only the critic uses: what a critic warm-up trains
+CRITIC_ONLY = ("features_extractor.critic_context.", "mlp_extractor.value.", "value_net.")
 CURVE_FIELDS = ("decisions", "updates", "wall_s", "val_avg_jct_h", "ref_avg_jct_h", "val_over_ref")
 
 
@@ -62,6 +65,23 @@ def _container(cfg: TrainConfig, probe: Any) -> Any:
     )
 
 
+def _load_weights(policy: Any, path: str | os.PathLike) -> None:
+    """Copy a saved model's network into ``policy`` (a clear ConfigError when the file is missing or its
+    network has other sizes)."""
+    from sb3_contrib import MaskablePPO
+
+    from agents.ppo.loading import check_model_path
+    from frenzy_env.errors import ConfigError
+
+    src = check_model_path(path)
+    custom = {"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": lambda _: 0.0}
+    saved = MaskablePPO.load(src, device="cpu", custom_objects=custom).policy.state_dict()
+    try:
+        policy.load_state_dict(saved)
+    except RuntimeError as exc:
+        raise ConfigError(f"init_model {str(path)!r} does not fit this network (other sizes?): {exc}") from None
+
+
 def _record(cfg: TrainConfig) -> dict[str, Any]:
     from agents.ppo.config import TEST_TRACES, TRAIN_TRACES, VALIDATION_TRACES
 
@@ -81,42 +101,60 @@ def _record(cfg: TrainConfig) -> dict[str, Any]:
 
 
 class Validator:
-    """Deterministic runs of the policy on the validation workloads (all envs batched through the network)
-    and the reference's average JCT on the same workloads (computed once)."""
+    """Runs of the policy on the validation workloads (all envs batched through the network) and the
+    reference's average JCT on the same workloads (computed once).
+
+    With ``cfg.validation_samples`` = k > 0 every workload is played k times with actions *sampled* from the
+    policy, as it acts in training and (by default) in evaluation; the draws come from a generator seeded
+    the same way at every validation (common random numbers: two checkpoints are compared on the same
+    draws). With k = 0 each workload is played once with the greedy action. The score that picks
+    ``best_model.zip`` is the mean over workloads and samples of ``agent / reference`` average JCT.
+    """
 
     def __init__(self, cfg: TrainConfig) -> None:
         self.cfg = cfg
         self.items = validation_workloads(cfg)
-        self.envs = [make_env(cfg, wl) for _, wl, _ in self.items]
+        self.reps = max(cfg.validation_samples, 1)
+        self.envs = [make_env(cfg, wl) for _ in range(self.reps) for _, wl, _ in self.items]
+        self.seeds = [s for _ in range(self.reps) for _, _, s in self.items]
         ref = self.reference = cfg.ppo.reference or "doubling"
-        self.ref_jct = np.array([run_reference(e, ref, s).avg_jct_h for e, (_, _, s) in zip(self.envs, self.items)])
+        n = len(self.items)
+        self.ref_jct = np.array([run_reference(e, ref, s).avg_jct_h for e, s in zip(self.envs[:n], self.seeds[:n])])
 
     def run(self, policy: Any) -> np.ndarray:
-        """(n,) average JCT in hours of each validation workload under the greedy policy."""
-        obs = [e.reset(seed=s)[0] for e, (_, _, s) in zip(self.envs, self.items)]
+        """(reps, n) average JCT in hours of each validation workload (columns) in each repetition (rows)."""
+        sample = self.cfg.validation_samples > 0
+        gen = th.Generator().manual_seed(self.cfg.seed + 7919)
+        obs = [e.reset(seed=s)[0] for e, s in zip(self.envs, self.seeds)]
         active = list(range(len(self.envs)))
         jct = np.zeros(len(self.envs))
         while active:
             batch = {k: np.stack([obs[i][k] for i in active]) for k in OBS_KEYS}
-            mask = np.stack([self.envs[i].action_masks() for i in active])
+            mask = th.from_numpy(np.stack([self.envs[i].action_masks() for i in active]))
             with th.no_grad():
-                logp, type_logp, _, _ = policy_outputs(policy, obs_tensors(batch), th.from_numpy(mask))
-            greedy = logp.argmax(-1) if type_logp is None else greedy_actions(logp, type_logp, policy.action_type)
-            acts = greedy.numpy()
+                logp, type_logp, _, _ = policy_outputs(policy, obs_tensors(batch), mask)
+                if sample:
+                    acts = sample_actions(logp, mask, gen)
+                elif type_logp is None:
+                    acts = logp.argmax(-1)
+                else:
+                    acts = greedy_actions(logp, type_logp, policy.action_type)
             still = []
-            for i, a in zip(active, acts):
+            for i, a in zip(active, acts.numpy()):
                 obs[i], _, term, trunc, info = self.envs[i].step(int(a))
                 if term or trunc:
                     jct[i] = info["metrics"]["avg_jct_h"]
                 else:
                     still.append(i)
             active = still
-        return jct
+        return jct.reshape(self.reps, len(self.items))
 
 
 def ppo_update(policy: Any, opt: Any, buf: dict[str, Any], adv: np.ndarray, ret: np.ndarray, cfg: TrainConfig,
-               gen: th.Generator) -> dict[str, float]:
-    """One PPO update over a rollout buffer; returns the losses and diagnostics."""
+               gen: th.Generator, actor: bool = True) -> dict[str, float]:
+    """One PPO update over a rollout buffer; returns the losses and diagnostics. ``actor=False`` fits the
+    critic only: the parameters the actor shares with it (the slot encoders) are left as they are, so the
+    policy's outputs do not change."""
     p = cfg.ppo
     n = adv.size
     flat = lambda x: x.reshape(n, *x.shape[2:])  # noqa: E731  (T, N, ...) -> (T*N, ...)
@@ -128,6 +166,7 @@ def ppo_update(policy: Any, opt: Any, buf: dict[str, Any], adv: np.ndarray, ret:
     ret_t = th.as_tensor(flat(ret), dtype=th.float32)
     stats: dict[str, list[float]] = {k: [] for k in ("pg_loss", "vf_loss", "entropy", "type_entropy", "approx_kl")}
     policy.set_training_mode(True)
+    frozen = [] if actor else [q for name, q in policy.named_parameters() if not name.startswith(CRITIC_ONLY)]
     stop = False
     for _ in range(p.n_epochs):
         perm = th.randperm(n, generator=gen)
@@ -145,7 +184,9 @@ def ppo_update(policy: Any, opt: Any, buf: dict[str, Any], adv: np.ndarray, ret:
             vf = th.nn.functional.smooth_l1_loss(values, ret_t[idx])  # Huber: a bad episode's -300 stays bounded
             ent = ent_rows.mean()
             type_ent = entropy(type_logp).mean() if type_logp is not None else th.zeros(())
-            loss = pg + p.vf_coef * vf - p.ent_coef * ent - p.type_ent_coef * type_ent
+            loss = p.vf_coef * vf
+            if actor:
+                loss = loss + pg - p.ent_coef * ent - p.type_ent_coef * type_ent
             with th.no_grad():
                 kl = float(((ratio - 1) - log_ratio).mean())
             if p.target_kl is not None and kl > 1.5 * p.target_kl:
@@ -153,6 +194,8 @@ def ppo_update(policy: Any, opt: Any, buf: dict[str, Any], adv: np.ndarray, ret:
                 break
             opt.zero_grad()
             loss.backward()
+            for q in frozen:  # no gradient: Adam leaves them (and their moments) alone
+                q.grad = None
             th.nn.utils.clip_grad_norm_(policy.parameters(), p.max_grad_norm)
             opt.step()
             for k, v in (("pg_loss", pg), ("vf_loss", vf), ("entropy", ent), ("type_entropy", type_ent)):
@@ -168,7 +211,7 @@ def ppo_update(policy: Any, opt: Any, buf: dict[str, Any], adv: np.ndarray, ret:
     return out
 
 
-def _plot_curve(rows: list[dict[str, float]], path: Path, reference: str) -> None:
+def _plot_curve(rows: list[dict[str, float]], path: Path, reference: str, sampled: bool = True) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -176,7 +219,8 @@ def _plot_curve(rows: list[dict[str, float]], path: Path, reference: str) -> Non
 
     fig, ax = plt.subplots(figsize=(6, 3.6))
     x = [r["decisions"] for r in rows]
-    ax.plot(x, [r["val_avg_jct_h"] for r in rows], marker="o", label="PPO (greedy)")
+    label = "PPO (sampled actions)" if sampled else "PPO (greedy)"
+    ax.plot(x, [r["val_avg_jct_h"] for r in rows], marker="o", label=label)
     ax.plot(x, [r["ref_avg_jct_h"] for r in rows], ls="--", label=f"{reference} (same workloads)")
     ax.set_xlabel("training decisions")
     ax.set_ylabel("validation average JCT (h)")
@@ -186,11 +230,11 @@ def _plot_curve(rows: list[dict[str, float]], path: Path, reference: str) -> Non
     plt.close(fig)
 
 
-def _write_curve(out: Path, rows: list[dict[str, float]], reference: str) -> None:
+def _write_curve(out: Path, rows: list[dict[str, float]], reference: str, sampled: bool = True) -> None:
     lines = [",".join(CURVE_FIELDS)] + [",".join(f"{r[k]:.6g}" for k in CURVE_FIELDS) for r in rows]
     (out / "learning_curve.csv").write_text("\n".join(lines) + "\n")
     if rows:
-        _plot_curve(rows, out / "learning_curve.png", reference)
+        _plot_curve(rows, out / "learning_curve.png", reference, sampled)
 
 
 def _atomic_save(obj: Any, path: Path) -> None:
@@ -250,7 +294,10 @@ def train(
             kept = log_path.read_text().splitlines()[:updates]
             log_path.write_text("".join(x + "\n" for x in kept))
     else:
-        if p.bc_episodes > 0:
+        if cfg.init_model is not None:
+            _load_weights(policy, cfg.init_model)
+            info["init_model"] = str(cfg.init_model)
+        elif p.bc_episodes > 0:
             from agents.ppo.warmstart import behaviour_clone, collect_teacher
 
             data = collect_teacher(cfg, gen)
@@ -275,11 +322,11 @@ def train(
             "val_over_ref": float(np.mean(jct / validator.ref_jct)),
         }
         rows.append(row)
-        _write_curve(out, rows, validator.reference)
+        _write_curve(out, rows, validator.reference, cfg.validation_samples > 0)
         log(f"validation at {steps} decisions: avg JCT {row['val_avg_jct_h']:.3f} h (reference "
-            f"{row['ref_avg_jct_h']:.3f} h)")
-        if row["val_avg_jct_h"] < best:
-            best = row["val_avg_jct_h"]
+            f"{row['ref_avg_jct_h']:.3f} h), mean ratio to the reference {row['val_over_ref']:.3f}")
+        if row["val_over_ref"] < best:
+            best = row["val_over_ref"]
             model.save(out / "best_model.zip")
 
     def checkpoint() -> None:
@@ -309,9 +356,11 @@ def train(
         n_before = len(rollout.episodes)
         buf = rollout.collect(policy, p.n_steps)
         t1 = time.time()
-        adv, ret = gae(buf["rewards"], buf["values"], buf["discounts"], buf["dones"], buf["last_values"],
-                       p.gae_lambda)
-        stats = ppo_update(policy, opt, buf, adv, ret, cfg, upd_gen)
+        lam = p.gae_lambda if p.same_instant_lambda is None else np.where(
+            buf["elapsed"] > 0, p.gae_lambda, p.same_instant_lambda
+        )
+        adv, ret = gae(buf["rewards"], buf["values"], buf["discounts"], buf["dones"], buf["last_values"], lam)
+        stats = ppo_update(policy, opt, buf, adv, ret, cfg, upd_gen, actor=updates >= p.critic_warmup_updates)
         steps += cfg.rollout_size
         updates += 1
         done_here += 1
@@ -359,7 +408,8 @@ def train(
     (out / "train_log.json").write_text(
         json.dumps(
             {"wall_seconds": wall, "timesteps": steps, "updates": updates, "decisions_per_second": steps / wall,
-             "torch_threads": th.get_num_threads(), "best_val_avg_jct_h": best,
+             "torch_threads": th.get_num_threads(), "best_val_over_ref": best,
+             "best_val_avg_jct_h": min(rows, key=lambda r: r["val_over_ref"])["val_avg_jct_h"],
              "reference_val_avg_jct_h": float(validator.ref_jct.mean()), **info},
             indent=2,
         )

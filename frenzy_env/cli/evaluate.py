@@ -70,6 +70,11 @@ def add_parser(sub: Any) -> None:
         "only load files you trust.",
     )
     p.add_argument(
+        "--greedy", action="store_true",
+        help="PPO models take their most likely action; by default they sample from their distribution as in "
+        "training, seeded per episode (the greedy action of the shipped agent loops: docs/ppo/training.md)",
+    )
+    p.add_argument(
         "--rllib-checkpoint", type=Path, default=None, metavar="PATH",
         help="for the 'rllib' policy (required with it): the run folder of frenzy train --backend rllib, its "
         "checkpoint/ or the RLModule folder inside it; needs the [ray] extra and a checkpoint trained on the "
@@ -197,7 +202,9 @@ def run(args: argparse.Namespace) -> int:
             if getattr(args, flag) is not None:
                 raise FrenzyError(f"--{flag.replace('_', '-')} applies to --backend ray only")
     cluster = ClusterSpec.preset(args.cluster)
-    specs = policy_specs.resolve(args.policies or default_policies(), args.model, args.rllib_checkpoint)
+    specs = policy_specs.resolve(
+        args.policies or default_policies(), args.model, args.rllib_checkpoint, greedy=args.greedy
+    )
     names = [spec.name for spec in specs]
     workloads, factory, trace = _workload_factory(args, cluster)
 

@@ -49,14 +49,15 @@ def model_arg(text: str) -> tuple[str | None, Path]:
 
 
 def resolve(
-    names: list[str], models: list[tuple[str | None, Path]], rllib_checkpoint: Path | None
+    names: list[str], models: list[tuple[str | None, Path]], rllib_checkpoint: Path | None, greedy: bool = False
 ) -> list[PolicySpec]:
     """The policies to run, in the order of ``names`` (``--policies``), then the named models it leaves out.
 
     ``models``: the ``--model`` values; a plain path (at most one) is the ``ppo`` policy's model, a named one
     a policy of that name. A ``MODULE:ATTR`` name is labelled ``ATTR``, or ``MODULE:ATTR`` where ``ATTR`` is
     also another policy's name. Raises :class:`~frenzy_env.errors.FrenzyError` for unknown names, clashing
-    model names and misplaced flags; nothing is imported or loaded yet (see :func:`check`).
+    model names and misplaced flags; nothing is imported or loaded yet (see :func:`check`). PPO models sample
+    their actions as in training (:class:`agents.ppo.PPOPolicy`), or take the greedy one with ``greedy``.
     """
     from baselines import POLICIES
 
@@ -89,10 +90,10 @@ def resolve(
             clash = attr in plain_names or sum(m.partition(":")[2] == attr for m in modules) > 1
             specs.append(_module_spec(name, name if clash else attr))
         elif name in named:
-            specs.append(PolicySpec(name, "model", str(named[name]), _ppo_factory(named[name])))
+            specs.append(PolicySpec(name, "model", str(named[name]), _ppo_factory(named[name], greedy)))
         elif name == "ppo":
             path = plain[0] if plain else _default_model()
-            specs.append(PolicySpec(name, "model", str(path), _ppo_factory(path)))
+            specs.append(PolicySpec(name, "model", str(path), _ppo_factory(path, greedy)))
         elif name == "rllib":
             specs.append(PolicySpec(name, "model", str(rllib_checkpoint), _rllib_factory(rllib_checkpoint)))
         elif name in POLICIES:
@@ -151,11 +152,11 @@ def _builtin_factory(name: str) -> Callable[[Any], Any]:
     return wide_window(build)  # scripted: every job in the system within reach
 
 
-def _ppo_factory(path: Path) -> Callable[[Any], Any]:
+def _ppo_factory(path: Path, greedy: bool = False) -> Callable[[Any], Any]:
     def build(env: Any) -> Any:
         from agents.ppo import load_policy
 
-        return load_policy(env, path)
+        return load_policy(env, path, sample=not greedy)
 
     return build
 

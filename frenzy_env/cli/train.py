@@ -116,17 +116,24 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--test-trace", action="append", default=[], metavar="PATH[:k=v,...]",
                    help="trace CSV recorded as the held-out test set (repeatable; never trained or validated on)")
     p.add_argument("--reference", default=None,
-                   help="baseline the reward is differenced against (default doubling; 'none': raw reward)")
+                   help="baseline the reward is differenced against (default doubling; 'none': raw reward; "
+                   "both backends)")
     p.add_argument("--horizon-h", type=float, default=None,
                    help="discount horizon in simulated hours, gamma = exp(-dt/horizon) (default: undiscounted)")
     p.add_argument("--train-workloads", type=positive_int, default=None,
                    help="size of the training workload pool (default 1000; each pool workload's reference runs once)")
     p.add_argument("--out", type=Path, default=None, help="output directory (default runs/ppo; rllib: runs/rllib)")
     p.add_argument("--eval-freq", type=positive_int, default=None,
-                   help="decisions between validations (default 250000)")
+                   help="decisions between validations (default 200000)")
     p.add_argument("--eval-episodes", type=positive_int, default=None,
-                   help="synthetic validation workloads (default 4)")
+                   help="synthetic validation workloads (default 8)")
     p.add_argument("--validation-jobs", type=positive_int, default=None, help="jobs per validation workload (200)")
+    p.add_argument("--validation-windows", type=int, default=None,
+                   help="fixed windows of each validation trace (default 4)")
+    p.add_argument("--validation-samples", type=int, default=None,
+                   help="sampled plays of each validation workload (default 2; 0: one greedy play)")
+    p.add_argument("--init-model", type=Path, default=None, metavar="ZIP",
+                   help="start from this model's weights (one this trainer wrote) instead of the warm start")
     p.add_argument("--checkpoint-minutes", type=float, default=None, help="wall minutes between checkpoints (5)")
     p.add_argument("--max-minutes", type=float, default=None,
                    help="stop after the first update past this wall time, validated and saved (default 52; 0: none)")
@@ -172,6 +179,8 @@ _TOP = {
     "eval_freq": "eval_freq",
     "eval_episodes": "validation_episodes",
     "validation_jobs": "validation_jobs",
+    "validation_windows": "validation_windows",
+    "validation_samples": "validation_samples",
     "checkpoint_minutes": "checkpoint_minutes",
     "max_minutes": "max_minutes",
     "threads": "threads",
@@ -203,6 +212,10 @@ def build_config(args: argparse.Namespace) -> Any:
         base = dataclasses.replace(base, **QUICK, ppo=dataclasses.replace(base.ppo, **QUICK_PPO))
     top = {field: getattr(args, arg) for arg, field in _TOP.items() if getattr(args, arg) is not None}
     ppo = {k: getattr(args, k) for k in _PPO if getattr(args, k) is not None}
+    if args.init_model is not None:
+        from agents.ppo.loading import check_model_path
+
+        top["init_model"] = str(check_model_path(args.init_model))
     if top.get("max_minutes") == 0:
         top["max_minutes"] = None
     if args.reference is not None:
@@ -222,7 +235,7 @@ def build_config(args: argparse.Namespace) -> Any:
 
 
 # flags of one backend only (argparse dest -> flag); shared: seed, cluster, workload, out, learning-rate,
-# batch-size, ent-coef, n-envs, config, no-progress
+# batch-size, ent-coef, n-envs, config, no-progress, reference
 _SB3_ONLY = {
     "timesteps": "--timesteps",
     "vec_env": "--vec-env",
@@ -231,6 +244,9 @@ _SB3_ONLY = {
     "eval_freq": "--eval-freq",
     "eval_episodes": "--eval-episodes",
     "validation_jobs": "--validation-jobs",
+    "validation_windows": "--validation-windows",
+    "validation_samples": "--validation-samples",
+    "init_model": "--init-model",
     "checkpoint_minutes": "--checkpoint-minutes",
     "max_minutes": "--max-minutes",
     "n_steps": "--n-steps",
@@ -239,7 +255,6 @@ _SB3_ONLY = {
     "quick": "--quick",
     "validation_trace": "--validation-trace",
     "test_trace": "--test-trace",
-    "reference": "--reference",
     "horizon_h": "--horizon-h",
     "train_workloads": "--train-workloads",
     "bc_episodes": "--bc-episodes",
@@ -253,7 +268,7 @@ _RLLIB_ONLY = {
     "address": "--address",
     "num_cpus": "--num-cpus",
 }
-# rllib: argparse dest -> RLlibTrainConfig field
+# rllib: argparse dest -> RLlibTrainConfig field (and --reference, read by build_rllib_config)
 _RLLIB_FIELDS = {
     "seed": "seed",
     "cluster": "cluster",
@@ -298,6 +313,8 @@ def build_rllib_config(args: argparse.Namespace) -> Any:
         if not isinstance(data, dict):
             raise ConfigError(f"--config {str(args.config)!r}: expected a JSON object")
     data.update({field: getattr(args, arg) for arg, field in _RLLIB_FIELDS.items() if getattr(args, arg) is not None})
+    if args.reference is not None:
+        data["reference"] = None if args.reference == "none" else args.reference
     if args.out is not None:
         data["out_dir"] = str(args.out)
     if args.no_progress:
@@ -341,9 +358,9 @@ def run(args: argparse.Namespace) -> int:
     log = json.loads((out / "train_log.json").read_text())
     print(
         f"trained {log['timesteps']} decisions in {log['wall_seconds'] / 60:.1f} min "
-        f"({log['decisions_per_second']:.0f} decisions/s); best validation average JCT "
-        f"{log['best_val_avg_jct_h']:.3f} h (reference {log['reference_val_avg_jct_h']:.3f} h); wrote {out}/model.zip, "
-        f"best_model.zip, config.json, checkpoint.pt, learning_curve.csv"
+        f"({log['decisions_per_second']:.0f} decisions/s); best validation: {log['best_val_over_ref']:.3f} x the "
+        f"reference's average JCT ({log['best_val_avg_jct_h']:.3f} h against {log['reference_val_avg_jct_h']:.3f} h); "
+        f"wrote {out}/model.zip, best_model.zip, config.json, checkpoint.pt, learning_curve.csv"
     )
     return 0
 
@@ -351,4 +368,5 @@ def run(args: argparse.Namespace) -> int:
 # flags that set the configuration, which --resume takes from the run's config.json
 _RESUME_CONFLICTS = {**{k: "--" + k.replace("_", "-") for k in (*_TOP, *_PPO)}, "config": "--config",
                      "trace": "--trace", "validation_trace": "--validation-trace", "test_trace": "--test-trace",
-                     "reference": "--reference", "quick": "--quick", "out": "--out"}
+                     "reference": "--reference", "quick": "--quick", "out": "--out",
+                     "init_model": "--init-model"}
