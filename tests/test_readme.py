@@ -1,4 +1,5 @@
-"""Every Python snippet of the README runs verbatim (the RLlib one where Ray is installed: see test_rllib)."""
+"""Every Python snippet of the README runs verbatim (the RLlib one, where Ray is installed, in test_rllib; without
+Ray it says how to install it and does nothing)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def test_the_readme_has_snippets():
 @pytest.mark.parametrize("index", range(len(SNIPPETS)))
 def test_readme_snippet_runs_verbatim(index, tmp_path, monkeypatch):
     code = SNIPPETS[index]
-    if "ray" in re.findall(r"^\s*(?:from|import) (\w+)", code, re.M) and importlib.util.find_spec("ray") is None:
-        pytest.skip("needs the [ray] extra (tests/test_rllib.py runs it where Ray is installed)")
+    if "ray" in re.findall(r"^\s*(?:from|import) (\w+)", code, re.M) and importlib.util.find_spec("ray") is not None:
+        pytest.skip("the RLlib snippet with Ray installed: tests/test_rllib.py runs it (and checks its result)")
     monkeypatch.chdir(tmp_path)  # snippets that write files write them here
     exec(compile(code, f"README.md snippet {index}", "exec"), {"__name__": f"readme_snippet_{index}"})

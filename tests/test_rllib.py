@@ -37,26 +37,31 @@ ENV_KW = {"cluster": "frenzy-testbed", "workload": "synthetic-small", "predictor
 
 #: The RLlib snippet of README.md's "Running on Ray" section, executed verbatim by test_readme_rllib_snippet.
 README_SNIPPET = """\
-# needs the [ray] extra: pip install -e ".[ray]"
-from ray.rllib.algorithms.ppo import PPOConfig
-from ray.rllib.core.rl_module.rl_module import RLModuleSpec
-from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
+# needs the [ray] extra: pip install -e ".[ray]" (without it, this example says so and does nothing)
+import importlib.util
 
-from agents.rllib import register_rllib_envs
+if importlib.util.find_spec("ray") is None:
+    print('Ray is not installed: pip install -e ".[ray]" to run this example')
+else:
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+    from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
 
-register_rllib_envs()  # every frenzy/* id, in the layout of RLlib's action-masking module
+    from agents.rllib import register_rllib_envs
 
-config = (
-    PPOConfig()
-    .environment("frenzy/HeteroClusterSmall-v3", env_config={"max_steps": 50})
-    .env_runners(num_env_runners=0)
-    .training(train_batch_size_per_learner=200, minibatch_size=50, num_epochs=1)
-    .rl_module(rl_module_spec=RLModuleSpec(module_class=ActionMaskingTorchRLModule))
-)
-algo = config.build_algo()
-result = algo.train()
-print("episode return mean:", result["env_runners"]["episode_return_mean"])
-algo.stop()
+    register_rllib_envs()  # every frenzy/* id, in the layout of RLlib's action-masking module
+
+    config = (
+        PPOConfig()
+        .environment("frenzy/HeteroClusterSmall-v3", env_config={"max_steps": 50})
+        .env_runners(num_env_runners=0)
+        .training(train_batch_size_per_learner=200, minibatch_size=50, num_epochs=1)
+        .rl_module(rl_module_spec=RLModuleSpec(module_class=ActionMaskingTorchRLModule))
+    )
+    algo = config.build_algo()
+    result = algo.train()
+    print("episode return mean:", result["env_runners"]["episode_return_mean"])
+    algo.stop()
 """
 
 
