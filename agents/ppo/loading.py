@@ -128,6 +128,24 @@ class PPOPolicy:
         )
 
 
+def read_model(path: str | os.PathLike) -> Any:
+    """The MaskablePPO model in the file ``path`` (an existing regular file, read exactly; its recorded
+    observation version must be this frenzy-env's), for inference or as initial weights: its training
+    schedules are replaced by constants. Runs pickle: only read files you trust. ConfigError when the file
+    is missing, not a model, or of another observation version."""
+    from sb3_contrib import MaskablePPO
+
+    p = check_model_path(path)
+    custom = {"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": lambda _: 0.0}
+    with open(p, "rb") as fh:
+        try:
+            model = MaskablePPO.load(fh, device="cpu", custom_objects=custom)
+        except Exception as exc:  # a zip that is not an SB3 model, or a corrupt file
+            raise ConfigError(f"cannot load model file {str(p)!r}: {exc}") from None
+    _check_obs_version(p)
+    return model
+
+
 def load_policy(
     env: Any = None, path: str | os.PathLike | None = None, sample: bool = True, seed: int = 0
 ) -> PPOPolicy:
@@ -143,17 +161,9 @@ def load_policy(
     Sets ``torch.set_num_threads(1)``: the policy sees one observation at a time, where more threads are
     slower.
     """
-    from sb3_contrib import MaskablePPO
-
     p = check_model_path(DEFAULT_MODEL_PATH if path is None else path)
     th.set_num_threads(1)  # one observation per call: extra threads only add synchronisation
-    custom = {"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": lambda _: 0.0}
-    with open(p, "rb") as fh:
-        try:
-            model = MaskablePPO.load(fh, device="cpu", custom_objects=custom)
-        except Exception as exc:  # a zip that is not an SB3 model, or a corrupt file
-            raise ConfigError(f"cannot load model file {str(p)!r}: {exc}") from None
-    _check_obs_version(p)
+    model = read_model(p)
     if env is not None:
         base = env.unwrapped
         if model.action_space.n != base.action_space.n or _shapes(model.observation_space) != _shapes(

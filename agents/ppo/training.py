@@ -66,16 +66,12 @@ def _container(cfg: TrainConfig, probe: Any) -> Any:
 
 
 def _load_weights(policy: Any, path: str | os.PathLike) -> None:
-    """Copy a saved model's network into ``policy`` (a clear ConfigError when the file is missing or its
-    network has other sizes)."""
-    from sb3_contrib import MaskablePPO
-
-    from agents.ppo.loading import check_model_path
+    """Copy a saved model's network into ``policy`` (a clear ConfigError when the file is missing, is not a
+    model of this observation version, or its network has other sizes)."""
+    from agents.ppo.loading import read_model
     from frenzy_env.errors import ConfigError
 
-    src = check_model_path(path)
-    custom = {"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": lambda _: 0.0}
-    saved = MaskablePPO.load(src, device="cpu", custom_objects=custom).policy.state_dict()
+    saved = read_model(path).policy.state_dict()
     try:
         policy.load_state_dict(saved)
     except RuntimeError as exc:
