@@ -1,14 +1,15 @@
 """Score saved PPO models on a run's validation split, with many sampled plays: pick a model, draw a curve.
 
-Usage: ``python scripts/validate_models.py --run runs/ppo_v3f --samples 8 [--out DIR]
+Usage: ``python scripts/validate_models.py --run runs/ppo_v4c --samples 8 [--reference srpt_est] [--out DIR]
 [--decisions N,N,...] NAME=MODEL.zip ...``
 
 Every model plays each validation workload of the run's ``config.json`` (``agents.ppo.validation_workloads``:
 synthetic seeds 500, ... and fixed windows of the validation clusters, never the test split) ``--samples``
 times with sampled actions, on the same draws for every model (common random numbers), next to the run's
-reference (``ppo.reference``). A model's score is the mean over workloads and draws of ``model / reference``
-average JCT (lower is better), with the spread of the per-draw means. The trainer's own validation (2 draws)
-is noisy at the level of a few percent; this is the tool to choose among checkpoints or runs.
+reference (``ppo.reference``, or ``--reference``). A model's score is the mean over workloads and draws of
+``model / reference`` average JCT (lower is better), with the spread of the per-draw means. The trainer's own
+validation (2 draws) is noisy at the level of a few percent; this is the tool to choose among checkpoints or
+runs.
 
 Writes ``validation.csv`` (name, decisions, score, per-draw scores, synthetic and trace-window scores) and,
 with ``--decisions`` (the training decisions behind each model, in order), ``validation_curve.png``.
@@ -32,6 +33,8 @@ def main() -> None:
     ap.add_argument("--decisions", default=None, metavar="N,N,...",
                     help="training decisions behind each model, comma-separated in the same order: draws the curve")
     ap.add_argument("--out", type=Path, default=None, help="folder for validation.csv (default: print only)")
+    ap.add_argument("--reference", default=None,
+                    help="baseline the scores are ratios to (default: the run's ppo.reference)")
     args = ap.parse_args()
     if args.samples < 1:
         ap.error(f"--samples must be >= 1, got {args.samples}")
@@ -41,6 +44,11 @@ def main() -> None:
         if not eq or not Path(path).is_file():
             ap.error(f"expected NAME=MODEL.zip of an existing file, got {item!r}")
         named.append((name, Path(path)))
+    if args.reference is not None:
+        from baselines import POLICIES
+
+        if args.reference not in POLICIES:
+            ap.error(f"--reference: unknown baseline {args.reference!r}; known: {', '.join(sorted(POLICIES))}")
     if args.decisions is not None:
         try:
             args.decisions = [float(x) for x in args.decisions.split(",")]
@@ -56,6 +64,8 @@ def main() -> None:
 
     th.set_num_threads(1)
     cfg = TrainConfig.from_dict(json.loads((args.run / "config.json").read_text()))
+    if args.reference is not None:
+        cfg = dataclasses.replace(cfg, ppo=dataclasses.replace(cfg.ppo, reference=args.reference))
     validator = Validator(dataclasses.replace(cfg, validation_samples=args.samples))
     synthetic = np.array([name.startswith("synthetic") for name, _, _ in validator.items])
     rows = []

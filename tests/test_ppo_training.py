@@ -24,10 +24,12 @@ from agents.ppo import (
     train,
 )
 from agents.ppo.distribution import ILLEGAL_LOGP, greedy_actions
+from agents.ppo.loading import read_model
 from agents.ppo.rollout import sample_actions
 from frenzy_env.env import ENV_VERSION, FrenzyEnv
 from frenzy_env.errors import ConfigError
 from frenzy_env.evaluation import run_episode
+from frenzy_env.observation import OBS_VERSION
 
 th.set_num_threads(1)
 
@@ -274,13 +276,52 @@ def test_init_model_continues_from_its_weights(tmp_path):
     rows = lambda d: (d / "learning_curve.csv").read_text().splitlines()  # noqa: E731
     # the same validation draws: the continued run starts where the first one ended
     assert rows(second)[1].split(",")[3:] == rows(first)[-1].split(",")[3:]
-    assert json.loads((second / "train_log.json").read_text())["init_model"] == str(first / "model.zip")
+    log = json.loads((second / "train_log.json").read_text())
+    assert log["init_model"] == str(first / "model.zip") and log["init_model_obs_version"] == OBS_VERSION
+    assert log["init_optimizer"] is True  # the first run's checkpoint holds the same weights: its Adam moments
+    # a model of an older observation encoding: refused as a policy, accepted (and recorded) as initial weights
+    record = json.loads((first / "config.json").read_text())
+    (first / "config.json").write_text(json.dumps({**record, "obs_version": OBS_VERSION - 1}))
+    with pytest.raises(ConfigError, match=f"observation version {OBS_VERSION - 1}"):
+        read_model(first / "model.zip")
+    older = train(dataclasses.replace(cfg, out_dir=str(tmp_path / "older")))
+    assert json.loads((older / "train_log.json").read_text())["init_model_obs_version"] == OBS_VERSION - 1
+    assert rows(older)[1].split(",")[3:] == rows(second)[1].split(",")[3:]  # the same weights: same validation
     wider = dataclasses.replace(cfg, out_dir=str(tmp_path / "c"),
                                 ppo=dataclasses.replace(cfg.ppo, embed_dim=cfg.ppo.embed_dim + 8))
     with pytest.raises(ConfigError, match="does not fit"):
         train(wider)
     with pytest.raises(ConfigError, match="init_model"):
         dataclasses.replace(cfg, init_model="runs/a")
+
+
+def test_init_model_continues_adams_moments_only_from_its_own_checkpoint(tmp_path):
+    from agents.ppo.training import _container, _load_optimizer, _load_weights
+    from agents.ppo.workloads import make_env, training_generator
+
+    cfg = _tiny(tmp_path, "a")
+    first = train(cfg)
+    saved = th.load(first / "checkpoint.pt", weights_only=False)["optimizer"]
+    fresh = lambda: _container(cfg, make_env(cfg, training_generator(cfg))).policy  # noqa: E731
+    policy = fresh()
+    _load_weights(policy, first / "model.zip")
+    assert _load_optimizer(policy, policy.optimizer, first / "model.zip")
+    state = policy.optimizer.state_dict()["state"]
+    assert state.keys() == saved["state"].keys() and len(state) > 0
+    assert all(th.equal(state[k]["exp_avg_sq"], saved["state"][k]["exp_avg_sq"]) for k in state)
+    # other weights than the checkpoint's (a fresh network), or no checkpoint beside the model: nothing loaded
+    other = fresh()
+    assert not _load_optimizer(other, other.optimizer, first / "model.zip")
+    assert other.optimizer.state_dict()["state"] == {}
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "model.zip").write_bytes((first / "model.zip").read_bytes())
+    assert not _load_optimizer(policy, other.optimizer, alone / "model.zip")
+    trained = train(dataclasses.replace(cfg, out_dir=str(tmp_path / "b"), init_model=str(alone / "model.zip"),
+                                        timesteps=192))
+    assert json.loads((trained / "train_log.json").read_text())["init_optimizer"] is False
+    with pytest.raises(ConfigError, match="init_optimizer"):
+        dataclasses.replace(cfg, init_optimizer="yes")
 
 
 def test_the_loaded_policy_samples_reproducibly_from_its_distribution(tmp_path):
@@ -392,3 +433,33 @@ def test_gae_with_a_lambda_per_step():
     assert np.allclose(same, gae(r, v, np.ones((3, 1)), d, np.array([0.0]), np.full((3, 1), 0.5))[0])
     with pytest.raises(ConfigError, match="same_instant_lambda"):
         PPOConfig(same_instant_lambda=1.5)
+
+
+def test_within_type_entropy_by_hand_and_without_a_pull_towards_the_largest_type():
+    """Wait (one action), two starts at 1/2 each given the type, four resizes at 1/4 each: within-type
+    entropies 0, ln 2, ln 4, so the mean over the three legal types is (ln 2 + ln 4) / 3 whatever the type
+    probabilities. With the types uniform, the joint entropy still grows with the resize type's logit (its
+    gradient there is P(resize) x (ln 4 - the mean within-type entropy) = (ln 4 - ln 8 / 3) / 3); the
+    within-type entropy's gradient is 0."""
+    from agents.ppo.distribution import factored_log_probs, within_type_entropy
+
+    types = th.tensor([0, 2, 2, 3, 3, 3, 3])  # wait, two starts, four resizes (no timed wait)
+    mask = th.ones(1, 7, dtype=th.bool)
+    logits = th.zeros(1, 7)
+    want = (math.log(2) + math.log(4)) / 3
+    for resize_logit in (0.0, 3.0):
+        type_logits = th.tensor([[0.0, 0.0, 0.0, resize_logit]], requires_grad=True)
+        logp, type_logp, joint = factored_log_probs(logits, type_logits, mask, types)
+        within = within_type_entropy(logp, type_logp, mask, types)
+        assert float(within[0].detach()) == pytest.approx(want, rel=1e-5)
+        if resize_logit == 0.0:
+            (g_joint,) = th.autograd.grad(joint.sum(), type_logits, retain_graph=True)
+            (g_within,) = th.autograd.grad(within.sum(), type_logits)
+            assert float(g_joint[0, 3]) == pytest.approx((math.log(4) - math.log(8) / 3) / 3, rel=1e-4)
+            assert float(g_within.abs().max()) < 1e-6
+    # a row with only "wait" legal: 0 (the padding of the factored distribution stays out of it)
+    only_wait = th.tensor([[True, False, False, False, False, False, False]])
+    logp, type_logp, _ = factored_log_probs(logits, th.zeros(1, 4), only_wait, types)
+    assert float(within_type_entropy(logp, type_logp, only_wait, types)[0]) == 0.0
+    with pytest.raises(ConfigError, match="ppo.entropy"):
+        PPOConfig(entropy="per-type")

@@ -46,8 +46,10 @@ class PPOConfig:
 
     Exploration: factored (the factored masked distribution P(type) x P(action | type) of
     :mod:`agents.ppo.distribution`); type_floor (the minimum share of every legal action type: wait, timed
-    wait, start, resize); ent_coef (entropy bonus of the whole distribution); type_ent_coef (extra bonus on
-    the type distribution's entropy).
+    wait, start, resize); ent_coef (entropy bonus, on ``entropy``: "joint", the whole distribution's, or
+    "within_type", the mean over legal types of each type's conditional entropy, which does not reward moving
+    probability to the type with the most actions: :func:`agents.ppo.distribution.within_type_entropy`);
+    type_ent_coef (extra bonus on the type distribution's entropy).
 
     Network (:mod:`agents.ppo.network`): embed_dim, context_dim, pair_hidden, plan_dim, value_hidden widths;
     critic_pool (the critic's own context with sum pooling and slot counts); resize_bias (initial logit
@@ -76,6 +78,7 @@ class PPOConfig:
     factored: bool = True
     type_floor: float = 0.05
     ent_coef: float = 0.002
+    entropy: str = "joint"
     type_ent_coef: float = 0.01
     embed_dim: int = 32
     context_dim: int = 96
@@ -105,6 +108,10 @@ class PPOConfig:
             raise ConfigError(f"ppo.same_instant_lambda must be in [0, 1] or None, got {self.same_instant_lambda!r}")
         if not (0.0 <= self.gae_lambda <= 1.0):
             raise ConfigError(f"ppo.gae_lambda must be in [0, 1], got {self.gae_lambda!r}")
+        if self.entropy not in ("joint", "within_type"):
+            raise ConfigError(f"ppo.entropy must be 'joint' or 'within_type', got {self.entropy!r}")
+        if self.entropy == "within_type" and not self.factored:
+            raise ConfigError("ppo.entropy 'within_type' needs the factored distribution (ppo.factored true)")
         if not (0.0 <= self.type_floor < 1.0):
             raise ConfigError(f"ppo.type_floor must be in [0, 1), got {self.type_floor!r}")
         if not isinstance(self.critic_warmup_updates, (int, np.integer)) or self.critic_warmup_updates < 0:
@@ -171,7 +178,10 @@ class TrainConfig:
     checkpoint_minutes: wall minutes between checkpoints (also written at every validation and at the end);
     out_dir: output folder; threads: torch threads; queue_slots, running_slots: env sizes; progress: a
     progress bar; verbose: a line per update; init_model: start from this model's weights (a ``.zip`` this
-    trainer wrote with the same network sizes) instead of the warm start (which it replaces).
+    trainer wrote with the same network sizes, of any observation version: fine-tuning after an encoding
+    change) instead of the warm start (which it replaces); init_optimizer: with ``init_model``, also continue
+    Adam's moments from the ``checkpoint.pt`` beside the model when that checkpoint holds the same weights
+    (a run's last model; recorded as ``init_optimizer`` in ``train_log.json``).
     """
 
     timesteps: int = 3_000_000
@@ -204,6 +214,7 @@ class TrainConfig:
     progress: bool = True
     verbose: int = 0
     init_model: str | None = None
+    init_optimizer: bool = True
     ppo: PPOConfig = field(default_factory=PPOConfig)
 
     def __post_init__(self) -> None:
@@ -220,6 +231,8 @@ class TrainConfig:
             raise ConfigError(f"max_minutes must be a positive number or None, got {self.max_minutes!r}")
         if not (isinstance(self.checkpoint_minutes, (int, float)) and self.checkpoint_minutes > 0):
             raise ConfigError(f"checkpoint_minutes must be a positive number, got {self.checkpoint_minutes!r}")
+        if not isinstance(self.init_optimizer, bool):
+            raise ConfigError(f"init_optimizer must be true or false, got {self.init_optimizer!r}")
         if self.init_model is not None and not str(self.init_model).endswith(".zip"):
             raise ConfigError(f"init_model must name a model .zip file, got {self.init_model!r}")
         if self.vec_env != "dummy":

@@ -79,6 +79,23 @@ def factored_log_probs(
     return logp, type_logp, ent
 
 
+def within_type_entropy(logp: th.Tensor, type_logp: th.Tensor, mask: th.Tensor, types: th.Tensor) -> th.Tensor:
+    """(B,) the mean over each row's legal types of the entropy of P(action | type), from the factored
+    distribution's ``logp`` (B, A) and ``type_logp`` (B, 4); ``mask`` (B, A) the legal actions, ``types`` (A,).
+
+    Unlike the joint entropy, ``H(type) + sum_t P(t) H(action | t)``, it does not grow when probability moves
+    to the type with the most legal actions (resizes: running jobs x plans), so a bonus on it keeps each type's
+    choice spread without pushing the policy towards any type. A type with one legal action adds 0."""
+    mask = mask.bool()
+    b = logp.shape[0]
+    bi, ai = mask.nonzero(as_tuple=True)
+    t = types[ai]
+    cond = logp[bi, ai] - type_logp[bi, t]  # log P(a | t) on the legal entries
+    h = th.zeros(b * NUM_TYPES, dtype=logp.dtype).index_add(0, bi * NUM_TYPES + t, -th.exp(cond) * cond)
+    legal = (type_logp > ILLEGAL_LOGP / 2).to(logp.dtype)  # (B, 4) types with a legal action
+    return (h.reshape(b, NUM_TYPES) * legal).sum(-1) / legal.sum(-1).clamp(min=1.0)
+
+
 def entropy(logp: th.Tensor) -> th.Tensor:
     """(B,) entropy of normalised log-probabilities ``logp`` (B, N) (entries at ``ILLEGAL_LOGP`` add 0)."""
     return -(th.exp(logp) * logp).sum(-1)

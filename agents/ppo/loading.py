@@ -128,11 +128,15 @@ class PPOPolicy:
         )
 
 
-def read_model(path: str | os.PathLike) -> Any:
+def read_model(path: str | os.PathLike, any_obs_version: bool = False) -> Any:
     """The MaskablePPO model in the file ``path`` (an existing regular file, read exactly; its recorded
-    observation version must be this frenzy-env's), for inference or as initial weights: its training
-    schedules are replaced by constants. Runs pickle: only read files you trust. ConfigError when the file
-    is missing, not a model, or of another observation version."""
+    observation version must be this frenzy-env's unless ``any_obs_version``), for inference or as initial
+    weights: its training schedules are replaced by constants. Runs pickle: only read files you trust.
+    ConfigError when the file is missing, not a model, or of another observation version.
+
+    ``any_obs_version=True`` is for initial weights only (the trainer's ``init_model``): a network of the
+    same sizes trained on an older encoding is a starting point that training then adapts, never a policy
+    to play as it is."""
     from sb3_contrib import MaskablePPO
 
     p = check_model_path(path)
@@ -142,7 +146,8 @@ def read_model(path: str | os.PathLike) -> Any:
             model = MaskablePPO.load(fh, device="cpu", custom_objects=custom)
         except Exception as exc:  # a zip that is not an SB3 model, or a corrupt file
             raise ConfigError(f"cannot load model file {str(p)!r}: {exc}") from None
-    _check_obs_version(p)
+    if not any_obs_version:
+        _check_obs_version(p)
     return model
 
 

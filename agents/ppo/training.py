@@ -28,7 +28,7 @@ import numpy as np
 import torch as th
 
 from agents.ppo.config import TrainConfig
-from agents.ppo.distribution import entropy, greedy_actions
+from agents.ppo.distribution import entropy, greedy_actions, within_type_entropy
 from agents.ppo.network import SlotPlanPolicy, policy_kwargs_for
 from agents.ppo.reference import ReferenceCache, RewardShaper, run_reference
 from agents.ppo.rollout import OBS_KEYS, VecRollout, gae, obs_tensors, policy_outputs, sample_actions
@@ -65,17 +65,37 @@ def _container(cfg: TrainConfig, probe: Any) -> Any:
     )
 
 
-def _load_weights(policy: Any, path: str | os.PathLike) -> None:
+def _load_weights(policy: Any, path: str | os.PathLike) -> int | None:
     """Copy a saved model's network into ``policy`` (a clear ConfigError when the file is missing, is not a
-    model of this observation version, or its network has other sizes)."""
-    from agents.ppo.loading import read_model
+    model, or its network has other sizes); returns the observation version the model recorded (None when
+    it recorded none). A model of an older observation version is accepted: its weights are a starting
+    point (fine-tuning after an encoding change), and the version goes into the run's log."""
+    from agents.ppo.loading import read_model, recorded_obs_version
     from frenzy_env.errors import ConfigError
 
-    saved = read_model(path).policy.state_dict()
+    saved = read_model(path, any_obs_version=True).policy.state_dict()
     try:
         policy.load_state_dict(saved)
     except RuntimeError as exc:
         raise ConfigError(f"init_model {str(path)!r} does not fit this network (other sizes?): {exc}") from None
+    found = recorded_obs_version(Path(path))
+    return None if found is None else found[0]
+
+
+def _load_optimizer(policy: Any, opt: Any, path: str | os.PathLike) -> bool:
+    """Continue Adam's moments from the run that saved ``path``: when the ``checkpoint.pt`` beside it holds
+    exactly the weights now in ``policy`` (the run's last model), load its optimizer state into ``opt`` and
+    return True; else change nothing and return False. A fresh Adam takes a full-size step on every weight,
+    noisy ones included, in its first updates; the saved moments keep the steps the run had settled to."""
+    ckpt = Path(path).parent / "checkpoint.pt"
+    if not ckpt.is_file():
+        return False
+    state = th.load(ckpt, weights_only=False)
+    saved, now = state.get("policy", {}), policy.state_dict()
+    if saved.keys() != now.keys() or not all(th.equal(saved[k], now[k]) for k in now):
+        return False
+    opt.load_state_dict(state["optimizer"])
+    return True
 
 
 def _record(cfg: TrainConfig) -> dict[str, Any]:
@@ -178,6 +198,8 @@ def ppo_update(policy: Any, opt: Any, buf: dict[str, Any], adv: np.ndarray, ret:
             ratio = th.exp(log_ratio)
             pg = -th.min(a * ratio, a * th.clamp(ratio, 1 - p.clip_range, 1 + p.clip_range)).mean()
             vf = th.nn.functional.smooth_l1_loss(values, ret_t[idx])  # Huber: a bad episode's -300 stays bounded
+            if p.entropy == "within_type":
+                ent_rows = within_type_entropy(logp, type_logp, masks[idx], policy.action_type)
             ent = ent_rows.mean()
             type_ent = entropy(type_logp).mean() if type_logp is not None else th.zeros(())
             loss = p.vf_coef * vf
@@ -291,8 +313,9 @@ def train(
             log_path.write_text("".join(x + "\n" for x in kept))
     else:
         if cfg.init_model is not None:
-            _load_weights(policy, cfg.init_model)
+            info["init_model_obs_version"] = _load_weights(policy, cfg.init_model)
             info["init_model"] = str(cfg.init_model)
+            info["init_optimizer"] = cfg.init_optimizer and _load_optimizer(policy, opt, cfg.init_model)
         elif p.bc_episodes > 0:
             from agents.ppo.warmstart import behaviour_clone, collect_teacher
 

@@ -133,7 +133,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--validation-samples", type=int, default=None,
                    help="sampled plays of each validation workload (default 2; 0: one greedy play)")
     p.add_argument("--init-model", type=Path, default=None, metavar="ZIP",
-                   help="start from this model's weights (one this trainer wrote) instead of the warm start")
+                   help="start from this model's weights (one this trainer wrote) instead of the warm start, "
+                        "and from its run's Adam moments when the checkpoint.pt beside it holds those weights")
     p.add_argument("--checkpoint-minutes", type=float, default=None, help="wall minutes between checkpoints (5)")
     p.add_argument("--max-minutes", type=float, default=None,
                    help="stop after the first update past this wall time, validated and saved (default 52; 0: none)")
