@@ -1,6 +1,6 @@
 """frenzy-env: a Gymnasium environment of a heterogeneous GPU cluster for LLM training jobs.
 
-``import frenzy_env`` registers the environment ids (``frenzy/HeteroCluster-v3`` and one per preset).
+``import frenzy_env`` registers the environment ids (``frenzy/HeteroCluster-v4`` and one per preset).
 """
 
 from __future__ import annotations

@@ -134,6 +134,10 @@ class FrenzyEnv(gym.Env):
       states, 12 bytes per parameter, loaded at a start and written before a resize at 2.5 GB/s per node on
       top of the fixed 30 s start-up and 10 s restart overhead; ``overhead_gpu_hours`` in the metrics); a
       resize keeps the job's place among the running jobs (its running slot).
+    * v4 (same spaces and dynamics as v3; observation version 3): a running job's time left on each plan
+      counts what the simulator will charge: the start-up it is still paying on its current plan, and on any
+      other plan the restart a resize there costs (``restart_seconds``); the ``running_work`` global counts
+      the pending start-up too. Scripted policies, which read the simulator, behave exactly as in v3.
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -603,7 +607,8 @@ class FrenzyEnv(gym.Env):
         """Rows ``first ..`` of the running block for ``jobs`` by the compiled ``running_rows`` kernel."""
         sim = self.sim
         kernel(self._obs["running"], first, jobs, sim.run_plan, sim.run_floats, sim.restart_count,
-               sim.work_estimate, sim.avail_iter_time, self._plan_feats, now, LOG_TIME_SCALE)
+               sim.work_estimate, sim.avail_iter_time, sim.config_row, sim.config_start_s, sim.config_save_s,
+               self._plan_feats, now, LOG_TIME_SCALE)
 
     def _running_static(self, rv: np.ndarray) -> tuple:
         """Write the fixed columns of the running rows; return what the time-dependent ones need."""
@@ -617,19 +622,29 @@ class FrenzyEnv(gym.Env):
         floats = sim.run_floats[rv].T.copy()  # (4, R) done_base, progress_from, rate, first start
         estimate = sim.work_estimate[rv]
         cur_cells = cur + 1 + self._arange[:nr] * (1 + self.num_plans)  # cells of the current plans in _rbuf
-        return (cur_cells, *floats, estimate, np.maximum(estimate, 1e-9), sim.avail_iter_time[rv])
+        iter_time = sim.avail_iter_time[rv]
+        # the restart cost of moving to each plan (start-up there, restart overhead and checkpoint write here);
+        # the current plan's column is the start-up still to pay, written at each time by _running_times
+        k = sim.config_row[rv]
+        extra = sim.config_start_s[k] + sim.config_save_s[k, cur][:, None]  # (R, P)
+        cur_flat = cur + self._arange[:nr] * self.num_plans  # the current plans' cells in ``extra``
+        return (cur_cells, *floats, estimate, np.maximum(estimate, 1e-9), iter_time, extra, cur_flat,
+                iter_time > 0.0)
 
     def _running_times(self, static: tuple, now: float) -> None:
         """The time-dependent columns of the running rows (elapsed, time left, progress)."""
         self._rtime = now
-        cur_cells, done_base, progress_from, rate, started, estimate, estimate_pos, iter_time = static
+        cur_cells, done_base, progress_from, rate, started, estimate, estimate_pos, iter_time, extra, cur_flat, \
+            avail = static
         nr = len(cur_cells)
         progress = done_base + np.maximum(0.0, now - progress_from) * rate
         rem = np.maximum(0.0, estimate - progress)  # (R,) iterations left (estimate)
+        extra.ravel()[cur_flat] = np.maximum(0.0, progress_from - now)  # start-up still to pay on the current plan
         # one log scale for [elapsed | predicted seconds left on each plan] (0 where a plan is not available)
         scaled = self._rbuf[:nr]  # (R, 1 + P) float64
         times = scaled[:, 1:]
         np.multiply(iter_time, rem[:, None], out=times)
+        np.add(times, extra, out=times, where=avail)
         np.minimum(times, MAX_SECONDS, out=times)
         np.maximum(0.0, now - started, out=scaled[:, 0])
         np.log1p(scaled, out=scaled)
@@ -698,7 +713,12 @@ class FrenzyEnv(gym.Env):
         progress = run.done_base + max(0.0, now - run.progress_from) * run.rate
         rem = max(0.0, estimate - progress)
         scaled, times = self._row_scratch  # (1 + P,) and its (P,) tail; the block's rows are computed already
-        np.multiply(sim.avail_iter_time[job], rem, out=times)
+        iter_time = sim.avail_iter_time[job]
+        c = sim.config_row[job]
+        extra = sim.config_start_s[c] + sim.config_save_s[c, plan]  # (P,) restart costs (see _running_static)
+        extra[plan] = max(0.0, run.progress_from - now)
+        np.multiply(iter_time, rem, out=times)
+        np.add(times, extra, out=times, where=iter_time > 0.0)
         np.minimum(times, MAX_SECONDS, out=times)
         scaled[0] = max(0.0, now - started)
         np.log1p(scaled, out=scaled)
@@ -893,7 +913,7 @@ class EnvPreset:
     kwargs: dict = field(default_factory=dict)
 
 
-ENV_VERSION = "v3"  # the suffix of every registered id; bumped whenever dynamics or spaces change
+ENV_VERSION = "v4"  # the suffix of every registered id; bumped whenever dynamics or spaces change
 
 ENV_PRESETS: tuple[EnvPreset, ...] = (
     EnvPreset(f"frenzy/HeteroCluster-{ENV_VERSION}", "frenzy-testbed", "itp-default"),

@@ -165,18 +165,25 @@ _MAX_SECONDS = MAX_SECONDS
 _RESTARTS_SCALE = RESTARTS_SCALE
 
 
-def _running_rows(out, first, jobs, run_plan, run_floats, restart_count, estimate, iter_time, plan_feats, now, log_t):
+def _running_rows(out, first, jobs, run_plan, run_floats, restart_count, estimate, iter_time, config_row, start_s,
+                  save_s, plan_feats, now, log_t):
     # columns as observation.RUNNING_FEATURES, then one per plan; the numpy code's operations in its order, for
     # the same numbers; every value is >= 0 (times, counts, progress <= estimate), so of its clip to [0, 2]
-    # only the upper bound can act (and NaN stays NaN)
+    # only the upper bound can act (and NaN stays NaN). The time left on a plan: the start-up still to pay on
+    # the current plan, the restart (start-up there + restart_overhead and checkpoint write here) on another
+    # one, then the remaining work at that plan's speed (0 where the plan is not available)
     p = iter_time.shape[1]
     for i in range(jobs.shape[0]):
         j = jobs[i]
         row = first + i
         plan = run_plan[j]
+        k = config_row[j]
         since = now - run_floats[j, 1]
+        pending = -since
         if since < 0.0:
             since = 0.0
+        if pending < 0.0:
+            pending = 0.0
         rem = estimate[j] - (run_floats[j, 0] + since * run_floats[j, 2])
         if rem < 0.0:
             rem = 0.0
@@ -187,7 +194,10 @@ def _running_rows(out, first, jobs, run_plan, run_floats, restart_count, estimat
         out[row, _R_PRESENT] = 1.0
         out[row, _R_ELAPSED] = 2.0 if v > 2.0 else v
         for q in range(p):
-            t = iter_time[j, q] * rem
+            it = iter_time[j, q]
+            t = it * rem
+            if it > 0.0:
+                t += pending if q == plan else start_s[k, q] + save_s[k, plan]
             if t > _MAX_SECONDS:
                 t = _MAX_SECONDS
             v = math.log1p(t) / log_t  # < 2: log1p(1e12) / 16 = 1.73
@@ -211,17 +221,21 @@ def _free_fractions(type_frac, type_base, free_t, out_t, node_frac, node_base, f
 
 def _running_work(jobs, run_plan, run_floats, estimate, iter_time, now):
     # predicted seconds left of the running ``jobs`` on their plans, summed in order (the same arithmetic as
-    # _running_rows: remaining estimated iterations x seconds per iteration, clamped at 0 and at MAX_SECONDS)
+    # _running_rows: remaining estimated iterations x seconds per iteration plus the start-up still to pay,
+    # clamped at 0 and at MAX_SECONDS)
     total = 0.0
     for i in range(jobs.shape[0]):
         j = jobs[i]
         since = now - run_floats[j, 1]
+        pending = -since
         if since < 0.0:
             since = 0.0
+        if pending < 0.0:
+            pending = 0.0
         rem = estimate[j] - (run_floats[j, 0] + since * run_floats[j, 2])
         if rem < 0.0:
             rem = 0.0
-        t = iter_time[j, run_plan[j]] * rem
+        t = iter_time[j, run_plan[j]] * rem + pending
         total += _MAX_SECONDS if t > _MAX_SECONDS else t
     return total
 
@@ -282,17 +296,22 @@ def running_rows(
     restart_count: np.ndarray,
     estimate: np.ndarray,
     iter_time: np.ndarray,
+    config_row: np.ndarray,
+    start_s: np.ndarray,
+    save_s: np.ndarray,
     plan_feats: np.ndarray,
     now: float,
     log_t: float,
 ) -> None:
     """Rows ``first .. first + len(jobs)`` of the environment's running block ``out`` (R, 7 + P) float32 for
     the running ``jobs`` at time ``now`` (see ``FrenzyEnv._running_times``): present, elapsed, time left on
-    the current plan, its GPU count and type features, restarts, progress, time left on each plan, times
-    as ``log1p(seconds) / log_t``; from the simulator's per-job arrays (compiled; ValueError when the numpy
-    code is in use)."""
+    the current plan, its GPU count and type features, restarts, progress, time left on each plan (with the
+    start-up still to pay on the current plan and the restart cost on the others: ``config_row`` (J,), and
+    ``start_s``, ``save_s`` (K, P) are the simulator's start-up tables), times as ``log1p(seconds) / log_t``;
+    from the simulator's per-job arrays (compiled; ValueError when the numpy code is in use)."""
     kernel = _require("running_rows")
-    kernel(out, first, jobs, run_plan, run_floats, restart_count, estimate, iter_time, plan_feats, now, log_t)
+    kernel(out, first, jobs, run_plan, run_floats, restart_count, estimate, iter_time, config_row, start_s, save_s,
+           plan_feats, now, log_t)
 
 
 def free_fractions(

@@ -10,8 +10,10 @@ refuses a model of another version).
 Blocks (flat float32 in the observation; ``queue`` and ``running`` reshape to (slots, features + P)):
 
 - ``queue``: one row per queue slot, :data:`QUEUE_FEATURES` then the predicted run time on each plan slot;
-- ``running``: one row per running slot, :data:`RUNNING_FEATURES` then the predicted remaining time on each
-  plan slot;
+- ``running``: one row per running slot, :data:`RUNNING_FEATURES` then the predicted time left on each plan
+  slot: on its current plan the start-up it is still paying plus its remaining work there; on another plan
+  what a resize would cost (``restart_seconds``: restart overhead, checkpoint write, start-up there) plus the
+  remaining work at that plan's speed; 0 where a plan is not available;
 - ``gpus``: the free fraction of each GPU type, then each type's share of the cluster's GPUs;
 - ``nodes``: the free fraction of each node;
 - ``globals``: :data:`GLOBAL_FEATURES`.
@@ -22,7 +24,9 @@ This module imports nothing, so that every layer (kernels included) may read it.
 
 from __future__ import annotations
 
-OBS_VERSION = 2  # the version of this encoding; bump it with any change below (v2: env v1's globals)
+OBS_VERSION = 3  # the version of this encoding; bump it with any change below
+# (v2: env v1's globals; v3: a running job's time left includes its pending start-up and, on other plans, the
+# restart a resize costs)
 
 LOG_TIME_SCALE = 16.0  # times are log1p(seconds) / 16: log1p(1e7 s) ~ 16
 MAX_SECONDS = 1e12  # predicted times are capped here before the log (an impossible plan's inf included)
@@ -34,9 +38,9 @@ static features: log10(parameters) / 12, log2(global batch) / 12, log2(sequence 
 log2(requested GPUs + 1) / 8 (0 when none was requested)."""
 
 RUNNING_FEATURES = ("present", "elapsed", "remaining_time", "num_gpus", "gpu_type", "restarts", "progress")
-"""A running job's row: 1; log time since its first start; log predicted remaining time on its plan;
-log2(GPUs + 1) / 8; its GPU type's index / (types - 1); restarts / 10; the fraction of its (estimated) work
-done."""
+"""A running job's row: 1; log time since its first start; log predicted time left on its plan (start-up
+still to pay included); log2(GPUs + 1) / 8; its GPU type's index / (types - 1); restarts / 10; the fraction
+of its (estimated) work done."""
 
 GLOBAL_FEATURES = (
     "queue_length", "running", "backlog", "arrived", "next_arrival", "busy",
@@ -47,8 +51,8 @@ the fraction of the workload's jobs that has arrived; log time to the next arriv
 busy GPUs / all GPUs; log time to the next event (finish, OOM failure, wake-up or arrival; 0 when none);
 log1p(running jobs) / 10 and log1p(running jobs beyond the running window) / 10; the whole-system work: log of
 the summed predicted seconds of every queued job on its best available plan, and of every running job's
-remaining time on its plan (estimated work, beyond the windows included); the summed fewest GPUs each queued
-job could start on, / all GPUs."""
+time left on its plan (estimated work and start-up still to pay, beyond the windows included); the summed
+fewest GPUs each queued job could start on, / all GPUs."""
 
 # scales of the static and count features above
 PARAMS_LOG10_SCALE = 12.0

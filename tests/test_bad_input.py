@@ -229,7 +229,7 @@ VALUE_CASES = [
         lambda: make_generator("synthetic", num_job=3), ConfigError, ["'num_job'", "num_jobs"], id="generator-key"
     ),
     pytest.param(
-        lambda: gym.make("frenzy/HeteroClusterSmall-v3", work_inf="none"),
+        lambda: gym.make("frenzy/HeteroClusterSmall-v4", work_inf="none"),
         ConfigError,
         ["'work_inf'", "work_info"],
         id="gym-make-key",

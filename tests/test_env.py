@@ -53,7 +53,7 @@ def test_sb3_check_env(preset):
 
 
 def test_default_id_uses_shipped_trace():
-    env = gym.make("frenzy/HeteroCluster-v3")
+    env = gym.make("frenzy/HeteroCluster-v4")
     obs, info = env.reset(seed=0)
     assert env.unwrapped.cluster.name == "frenzy-testbed"
     assert env.unwrapped.sim.num_jobs >= 500
@@ -161,7 +161,7 @@ def test_render_modes():
 
 def test_vector_envs_sync_and_async():
     for mode in ("sync", "async"):
-        envs = gym.make_vec("frenzy/HeteroClusterSmall-v3", num_envs=2, vectorization_mode=mode)
+        envs = gym.make_vec("frenzy/HeteroClusterSmall-v4", num_envs=2, vectorization_mode=mode)
         obs, _ = envs.reset(seed=0)
         assert obs["queue"].shape[0] == 2 and obs["queue"].ndim == 2
         actions = np.zeros(2, dtype=np.int64)  # wait is always legal at the start (arrivals pending)
@@ -207,7 +207,7 @@ def test_the_final_mask_allows_wait_and_stepping_on_needs_a_reset(max_steps):
 
 
 def test_sync_vector_env_with_masked_random_sampling_runs_through_episode_ends():
-    envs = gym.vector.SyncVectorEnv([lambda: gym.make("frenzy/HeteroClusterSmall-v3", **_tiny()) for _ in range(2)])
+    envs = gym.vector.SyncVectorEnv([lambda: gym.make("frenzy/HeteroClusterSmall-v4", **_tiny()) for _ in range(2)])
     obs, _ = envs.reset(seed=0)
     rng = np.random.default_rng(0)
     ends = 0

@@ -21,6 +21,7 @@ from frenzy_env.observation import GLOBAL_FEATURES, QUEUE_FEATURES, RUNNING_FEAT
 from frenzy_env.workload import JobSpec, Workload
 
 STARTUP = 30.0
+RESTART = 10.0 + STARTUP  # a resize: restart_overhead (10 s), the checkpoint write (0 s here), then start-up
 # the flat start-up of env v2 (no model-size part), so that start-up is STARTUP exactly in the hand values
 FLAT = {"checkpoint_bandwidth": math.inf, "load_bandwidth": math.inf}
 JOBS = (  # submit, batch, seq, iterations, requested GPUs
@@ -122,12 +123,15 @@ def test_every_entry_by_hand(env: FrenzyEnv) -> None:
     _check_queued(env, queue[0], qb[0, nf_q:], 0, now=0.0)
     rb = obs["running"].reshape(env.running_shape)
     times1 = JOBS[1][3] * sim.iter_time[1]
+    # time left: its start-up (all 30 s of it still to pay) then its work on plan 1; a move to plan 0 or 2
+    # would cost a restart there instead
+    left1 = [RESTART + times1[0], STARTUP + times1[1], RESTART + times1[2]]
     assert running[0] == pytest.approx(
-        {"present": 1.0, "elapsed": 0.0, "remaining_time": _lt(times1[1]), "num_gpus": math.log2(3) / 8.0,
+        {"present": 1.0, "elapsed": 0.0, "remaining_time": _lt(left1[1]), "num_gpus": math.log2(3) / 8.0,
          "gpu_type": 0.0, "restarts": 0.0, "progress": 0.0},
         rel=1e-6, abs=1e-7,
     )
-    assert rb[0, nf_r:] == pytest.approx([_lt(t) for t in times1], rel=1e-6)  # every plan is available
+    assert rb[0, nf_r:] == pytest.approx([_lt(t) for t in left1], rel=1e-6)  # every plan is available
     assert not rb[1].any()
     assert obs["gpus"].tolist() == [0.5, 1.0] and obs["nodes"].tolist() == [0.5]
     assert glob == pytest.approx(
@@ -135,7 +139,7 @@ def test_every_entry_by_hand(env: FrenzyEnv) -> None:
          "next_arrival": _lt(5000.0), "busy": 0.5,
          "next_event": _lt(STARTUP + times1[1]),  # job 1's finish, before the arrival
          "running_total": math.log1p(1) / 10.0, "running_beyond": 0.0,
-         "queued_work": _lt(_best(env, 0)), "running_work": _lt(times1[1]), "queued_gpus": 1 / 4},
+         "queued_work": _lt(_best(env, 0)), "running_work": _lt(left1[1]), "queued_gpus": 1 / 4},
         rel=1e-6, abs=1e-7,
     )
     mask = obs["action_mask"].astype(bool)
@@ -159,7 +163,9 @@ def test_every_entry_by_hand(env: FrenzyEnv) -> None:
         rel=1e-5, abs=1e-7,
     )
     rb = obs["running"].reshape(env.running_shape)
-    assert rb[0, nf_r:] == pytest.approx([_lt(rem * t) for t in sim.iter_time[0]], rel=1e-5)
+    # past its start-up: the work left on plan 0, or a restart and the work at plan 1's or 2's speed
+    restart = [0.0, RESTART, RESTART]
+    assert rb[0, nf_r:] == pytest.approx([_lt(c + rem * t) for c, t in zip(restart, sim.iter_time[0])], rel=1e-5)
     assert obs["gpus"].tolist() == [0.75, 1.0] and obs["nodes"].tolist() == [0.75]
     assert glob == pytest.approx(
         {"queue_length": 0.0, "running": 0.5, "backlog": 0.0, "arrived": 2 / 3,

@@ -75,18 +75,45 @@ def test_legal_masks_kernel_on_a_hand_computed_instance(jit_on, compiled):
 @pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python source"])
 def test_running_rows_kernel_on_a_hand_computed_instance(jit_on, compiled):
     """Job 1 on plan 0, first started at 10; its attempt makes progress from 50 with 10 iterations done
-    before, 2 per second; estimate 200; 1 s per iteration on plan 0, plan 1 not available; 3 restarts; at 100."""
-    out = np.zeros((2, 9), dtype=np.float32)
+    before, 2 per second; estimate 200; 1 s per iteration on plan 0, 0.5 s on plan 1, plan 2 not available;
+    3 restarts; configuration row 1: start-up 40 s on plan 1, 15 s of restart overhead and checkpoint write
+    away from plan 0. At 100 (past its start-up) and at 40 (10 s of start-up still to pay)."""
+    kernel = kernels.running_rows if compiled else kernels._running_rows
     run_floats = np.array([[0, 0, 0, 0], [10.0, 50.0, 2.0, 10.0]])
-    (kernels.running_rows if compiled else kernels._running_rows)(
-        out, 1, np.array([1]), np.array([-1, 0]), run_floats, np.array([0, 3]), np.array([0.0, 200.0]),
-        np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[0.125, 0.5], [0.25, 0.5]]), 100.0, 16.0,
-    )
-    rem = 200.0 - (10.0 + 50.0 * 2.0)  # 90 iterations left
-    want = [1.0, math.log1p(90.0) / 16, math.log1p(90.0) / 16, 0.125, 0.5, 0.3, 1 - rem / 200.0,
-            math.log1p(90.0) / 16, 0.0]
-    assert out[0].tolist() == [0.0] * 9  # other rows untouched
-    assert out[1].tolist() == np.array(want, dtype=np.float32).tolist()
+    start_s = np.array([[1.0, 1.0, 1.0], [35.0, 40.0, 60.0]])  # (K, P)
+    save_s = np.array([[1.0, 1.0, 1.0], [15.0, 25.0, 35.0]])
+
+    def rows(now):
+        out = np.zeros((2, 10), dtype=np.float32)
+        kernel(
+            out, 1, np.array([1]), np.array([-1, 0]), run_floats, np.array([0, 3]), np.array([0.0, 200.0]),
+            np.array([[0.0, 0.0, 0.0], [1.0, 0.5, 0.0]]), np.array([0, 1]), start_s, save_s,
+            np.array([[0.125, 0.5], [0.25, 0.5]]), now, 16.0,
+        )
+        assert out[0].tolist() == [0.0] * 10  # other rows untouched
+        return out[1].tolist()
+
+    def lt(seconds):
+        return math.log1p(seconds) / 16
+
+    rem = 200.0 - (10.0 + 50.0 * 2.0)  # 90 iterations left at 100
+    # plan 0: its work (90 s); plan 1: a restart (40 s start-up there + 15 s away from plan 0) then 45 s
+    want = [1.0, lt(90.0), lt(90.0), 0.125, 0.5, 0.3, 1 - rem / 200.0, lt(90.0), lt(55.0 + 45.0), 0.0]
+    assert rows(100.0) == np.array(want, dtype=np.float32).tolist()
+    # at 40: 190 iterations left and 10 s of start-up: 200 s on plan 0; 55 s + 95 s on plan 1
+    want = [1.0, lt(30.0), lt(200.0), 0.125, 0.5, 0.3, 1 - 190.0 / 200.0, lt(200.0), lt(150.0), 0.0]
+    assert rows(40.0) == np.array(want, dtype=np.float32).tolist()
+
+
+def test_running_work_kernel_counts_the_pending_start_up(jit_on):
+    """The summed time left of two running jobs, both making progress from 50 with 10 iterations done, job 0
+    at 2 per second and job 1 at 1: at 100, 90 s + 140 s of work; at 40, each still has 10 s of start-up to
+    pay and 190 iterations at 1 s."""
+    run_floats = np.array([[10.0, 50.0, 2.0, 10.0], [10.0, 50.0, 1.0, 10.0]])
+    args = (np.array([0, 1]), np.array([0, 0]), run_floats, np.array([200.0, 200.0]), np.array([[1.0], [1.0]]))
+    assert kernels.running_work(*args, 100.0) == 90.0 + 140.0
+    assert kernels.running_work(*args, 40.0) == 200.0 + 200.0
+    assert kernels._running_work(*args, 40.0) == 400.0
 
 
 def test_free_fractions_kernel(jit_on):

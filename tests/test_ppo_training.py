@@ -162,7 +162,7 @@ def test_frenzy_train_quick_end_to_end(tmp_path):
                  "learning_curve.csv", "learning_curve.png", "updates.jsonl", "train_log.json"):
         assert (out / name).is_file(), name
     record = json.loads((out / "config.json").read_text())
-    assert record["env_version"] == ENV_VERSION and record["obs_version"] == 2 and "test" in record["split"]
+    assert record["env_version"] == ENV_VERSION and record["obs_version"] == 3 and "test" in record["split"]
     cfg = TrainConfig.from_dict(record)
     assert cfg.timesteps == 512 and cfg.ppo.factored and cfg.ppo.reference == "doubling"
     env = FrenzyEnv(workload="synthetic-small")

@@ -100,7 +100,7 @@ def _check_legal_episode(env, policy, seed=0):
 
 
 def test_sia_plays_a_legal_episode():
-    env = gym.make("frenzy/HeteroClusterSmall-v3")
+    env = gym.make("frenzy/HeteroClusterSmall-v4")
     policy = SiaPolicy(env)
     m = _check_legal_episode(env, policy)
     assert m["finished"] + m["rejected"] == m["jobs"]
@@ -109,7 +109,7 @@ def test_sia_plays_a_legal_episode():
 
 
 def test_sia_partial_node_allocations_stay_on_one_node():
-    env = gym.make("frenzy/HeteroClusterSmall-v3")
+    env = gym.make("frenzy/HeteroClusterSmall-v4")
     policy = SiaPolicy(env)
     obs, _ = env.reset(seed=1)
     policy.reset()
@@ -130,7 +130,7 @@ def test_sia_partial_node_allocations_stay_on_one_node():
 
 
 def test_sia_requested_only_keeps_requested_counts():
-    env = gym.make("frenzy/HeteroClusterSmall-v3")
+    env = gym.make("frenzy/HeteroClusterSmall-v4")
     policy = SiaPolicy(env, requested_only=True)
     result = run_episode(env, policy, seed=0)
     sim = env.unwrapped.sim
@@ -142,7 +142,7 @@ def test_sia_requested_only_keeps_requested_counts():
 
 def test_sia_registered_and_validates():
     assert POLICIES["sia"] is SiaPolicy
-    env = gym.make("frenzy/HeteroClusterSmall-v3")
+    env = gym.make("frenzy/HeteroClusterSmall-v4")
     assert isinstance(make_policy("sia", env, p=-1.0), SiaPolicy)
     with pytest.raises(ConfigError):
         SiaPolicy(env, round_s=0)

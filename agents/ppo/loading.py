@@ -20,6 +20,7 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 
+from agents.ppo.rollout import sample_actions
 from frenzy_env.errors import ConfigError
 from frenzy_env.observation import OBS_VERSION
 
@@ -38,6 +39,12 @@ def check_model_path(path: str | os.PathLike) -> Path:
     if not p.is_file():
         raise ConfigError(f"model path {str(p)!r} is not a regular file (a model is a .zip file)")
     return p
+
+
+def _torch_generator(seed: int, episode: Any) -> th.Generator:
+    """A torch generator seeded from ``seed`` and an episode seed (None: none), independent across both."""
+    key = [seed] if episode is None else [seed, abs(int(episode))]
+    return th.Generator().manual_seed(int(np.random.SeedSequence(key).generate_state(1, np.uint64)[0] >> 1))
 
 
 class PPOPolicy:
@@ -70,7 +77,7 @@ class PPOPolicy:
         self.model = model
         self.sample = bool(sample)
         self.seed = int(seed)
-        self._rng = np.random.default_rng(self.seed)
+        self._gen = _torch_generator(self.seed, None)
         self.env = env.unwrapped if env is not None else None
         self.path = path
         flat = isinstance(getattr(model, "observation_space", None), spaces.Box)
@@ -81,23 +88,20 @@ class PPOPolicy:
     def reset(self) -> None:
         """Re-seed the sampling generator from ``seed`` and the bound env's episode seed (the policy has no
         other state)."""
-        episode = getattr(self.env, "episode_seed", None)
-        self._rng = np.random.default_rng([self.seed, 0 if episode is None else abs(int(episode))])
+        self._gen = _torch_generator(self.seed, getattr(self.env, "episode_seed", None))
 
     def _draw(self, observation: Any, action_masks: Any) -> tuple[np.ndarray, bool]:
-        """Actions drawn from the masked distribution (inverse CDF with this policy's generator) and whether
-        the observation was a batch."""
+        """Actions drawn from the masked distribution (the trainer's inverse-CDF draw,
+        :func:`agents.ppo.rollout.sample_actions`, with this policy's generator) and whether the observation
+        was a batch."""
         policy = self.model.policy
         obs_t, batched = policy.obs_to_tensor(observation)
-        masks = None if action_masks is None else np.asarray(action_masks, dtype=bool).reshape(
-            -1, self.model.action_space.n
-        )
+        n = self.model.action_space.n
+        masks = None if action_masks is None else np.asarray(action_masks, dtype=bool).reshape(-1, n)
         with th.no_grad():
-            probs = policy.get_distribution(obs_t, action_masks=masks).distribution.probs.numpy()
-        cdf = np.cumsum(probs.astype(np.float64), axis=1)
-        u = self._rng.random(len(cdf)) * cdf[:, -1]
-        acts = np.array([min(int(np.searchsorted(c, x, side="right")), len(c) - 1) for c, x in zip(cdf, u)])
-        return acts, batched
+            logp = policy.get_distribution(obs_t, action_masks=masks).distribution.logits  # normalised
+        legal = th.ones_like(logp, dtype=th.bool) if masks is None else th.from_numpy(masks)
+        return sample_actions(logp, legal, self._gen).numpy(), batched
 
     def predict(
         self,

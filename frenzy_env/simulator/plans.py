@@ -165,6 +165,11 @@ class PlanTable:
         # extra seconds a resize away from the plan costs (the restart cost model of SimConfig)
         start, save = start_up_costs(np.array(row_params, dtype=np.float64), np.array(self._plan_span_l), cfg)
         self._row_start_l, self._row_save_l = (tuple(map(tuple, a.tolist())) for a in (start, save))
+        # the same tables as arrays, for vectorised readers (the observation's restart costs): job j's are
+        # row ``config_row[j]``
+        self.config_row = key_of_job  # (J,) the distinct configuration of each job
+        self.config_start_s = start  # (K, P) startup_seconds per configuration and plan
+        self.config_save_s = save  # (K, P) restart_overhead + checkpoint write, a resize away from the plan
         self._best_fit = cfg.placement == "best_fit"
         self._plan_of_type = self.plan_type[None, :] == np.arange(self.num_types)[:, None]  # (T, P)
         self._max_span = max(  # most nodes one job can span (one GPU per node at worst)
