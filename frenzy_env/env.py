@@ -226,6 +226,7 @@ class FrenzyEnv(gym.Env):
         self._fbuf = np.zeros(ends[-1], dtype=np.float32)
         self._mask8 = np.zeros(self.action_space.n, dtype=np.int8)
         self._rbuf = np.zeros((self.running_slots, 1 + p))  # (R, 1 + P) float64 scratch of the running rows
+        self._row_extra = np.zeros(p)  # (P,) scratch: one running row's restart costs (_running_row)
         self._bind_views()
         self._visible_queue = np.zeros(0, dtype=np.int64)
         self._visible_running = np.zeros(0, dtype=np.int64)
@@ -715,7 +716,8 @@ class FrenzyEnv(gym.Env):
         scaled, times = self._row_scratch  # (1 + P,) and its (P,) tail; the block's rows are computed already
         iter_time = sim.avail_iter_time[job]
         c = sim.config_row[job]
-        extra = sim.config_start_s[c] + sim.config_save_s[c, plan]  # (P,) restart costs (see _running_static)
+        extra = self._row_extra  # (P,) restart costs (see _running_static), no allocation per row
+        np.add(sim.config_start_s[c], sim.config_save_s[c, plan], out=extra)
         extra[plan] = max(0.0, run.progress_from - now)
         np.multiply(iter_time, rem, out=times)
         np.add(times, extra, out=times, where=iter_time > 0.0)
