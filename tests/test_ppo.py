@@ -228,3 +228,63 @@ def test_a_model_trained_on_flattened_observations_loads_and_plays(tmp_path):
         load_policy(FrenzyEnv(workload="synthetic-small", queue_slots=8), path)
     with pytest.raises(ConfigError, match="load it with its env"):
         load_policy(None, path).predict(obs)
+
+
+def test_type_demand_features_by_hand():
+    """Two GPU types, plans [t0, t0, t1, t1]. Queued job A (wait 0.5) can only use type 0; queued job B
+    (wait 0.2) can use both; running job C is on type 1 and has an available plan of type 0."""
+    from gymnasium import spaces
+
+    qf = 7 + 4  # 7 job features, then 4 plan slots
+    space = spaces.Dict({
+        "queue": spaces.Box(0, 2, (2 * qf,)), "running": spaces.Box(0, 2, (2 * qf,)),
+        "gpus": spaces.Box(0, 2, (4,)), "nodes": spaces.Box(0, 2, (2,)), "globals": spaces.Box(0, 2, (12,)),
+    })
+    ext = SlotSetExtractor(space, 2, 2, plan_type=[0, 0, 1, 1], plan_count=[1, 2, 1, 2], embed_dim=8,
+                           context_dim=8, critic_pool=True, type_demand=True)
+    queue = th.zeros(1, 2, qf)
+    queue[0, 0, :2], queue[0, 0, 7:] = th.tensor([1.0, 0.5]), th.tensor([0.3, 0.3, 0.0, 0.0])
+    queue[0, 1, :2], queue[0, 1, 7:] = th.tensor([1.0, 0.2]), th.tensor([0.3, 0.0, 0.4, 0.0])
+    running = th.zeros(1, 2, qf)
+    running[0, 0, 0], running[0, 0, 4] = 1.0, 1.0  # present, GPU type index 1 of (2 - 1)
+    running[0, 0, 7:] = th.tensor([0.2, 0.0, 0.3, 0.0])
+    demand, plan_demand, q_extra, r_extra = ext.type_demand_features(queue, running)
+    # per type: longest wait of jobs that can use it, of jobs bound to it, jobs bound / 8, flexible holders / 8
+    assert th.allclose(demand[0], th.tensor([0.5, 0.2, 0.5, 0.0, 1 / 8, 0.0, 0.0, 1 / 8]))
+    assert th.allclose(plan_demand[0], th.tensor([0.5, 0.5, 0.0, 0.0]))
+    assert th.allclose(q_extra[0], th.tensor([[0.0] * 4, [0.5, 0.0, 0.0, 0.0]]))  # A is bound: 0
+    assert th.allclose(r_extra[0], th.tensor([[-0.5, 0.0, 0.0, 0.0], [0.0] * 4]))  # onto a wanted type: -0.5
+    # C on type 0 instead (index 0): vacating type 0 for type 1's available plan scores +0.5
+    running[0, 0, 4] = 0.0
+    _, _, _, r_extra = ext.type_demand_features(queue, running)
+    assert th.allclose(r_extra[0, 0], th.tensor([0.0, 0.0, 0.5, 0.0]))
+
+
+def test_a_model_without_type_demand_loads_into_one_exactly(env):
+    """load_growing: type_demand's modules start at 0, so the network gives the same logits and value; any
+    other difference is refused."""
+    from agents.ppo.network import load_growing
+
+    th.manual_seed(1)
+    old = SlotPlanPolicy(env.observation_space, env.action_space, lambda _: 1e-3,
+                         **policy_kwargs_for(env, PPOConfig()))
+    new = SlotPlanPolicy(env.observation_space, env.action_space, lambda _: 1e-3,
+                         **policy_kwargs_for(env, PPOConfig(type_demand=True)))
+    demand = {k for k in new.state_dict() if "_demand." in k}
+    assert demand and all(not new.state_dict()[k].any() for k in demand)  # a new model starts them at 0 too
+    with pytest.raises(RuntimeError):
+        new.load_state_dict(old.state_dict())
+    for k in demand:  # not 0 before loading: the loader itself sets them
+        new.state_dict()[k].fill_(1.0)
+    assert set(load_growing(new, old.state_dict())) == demand
+    assert all(not new.state_dict()[k].any() for k in demand)
+    obs = _busy_obs(env)
+    assert _tensor(obs)["queue"].reshape(env.queue_shape)[:, 0].sum() > 0  # jobs wait: the features are live
+    f_old, f_new = old.extract_features(_tensor(obs)), new.extract_features(_tensor(obs))
+    assert th.equal(old.mlp_extractor.forward_actor(f_old), new.mlp_extractor.forward_actor(f_new))
+    assert th.equal(old.mlp_extractor.forward_critic(f_old), new.mlp_extractor.forward_critic(f_new))
+    assert load_growing(old, old.state_dict()) == []
+    with pytest.raises(RuntimeError):
+        load_growing(old, new.state_dict())  # parameters the network does not have
+    with pytest.raises(ConfigError, match="type_demand"):
+        PPOConfig(type_demand=1)

@@ -463,3 +463,62 @@ def test_within_type_entropy_by_hand_and_without_a_pull_towards_the_largest_type
     assert float(within_type_entropy(logp, type_logp, only_wait, types)[0]) == 0.0
     with pytest.raises(ConfigError, match="ppo.entropy"):
         PPOConfig(entropy="per-type")
+
+
+def test_instant_weights_by_hand():
+    """env 0: three decisions at one instant (the third lasts 5 s), then two (the last ends the rollout);
+    env 1: one timed step, two decisions ending in an episode end, two more cut by the rollout's end.
+    Raw weights 1/3 x3, 1/2 x2 | 1, 1/2 x4: they sum to 5 over 10 steps, so each is doubled."""
+    from agents.ppo.rollout import instant_weights
+
+    elapsed = np.array([[0.0, 1.0], [0.0, 0.0], [5.0, 0.0], [0.0, 0.0], [3.0, 0.0]])
+    dones = np.zeros((5, 2))
+    dones[2, 1] = 1.0
+    w = instant_weights(elapsed, dones)
+    assert np.allclose(w[:, 0], 2 * np.array([1 / 3, 1 / 3, 1 / 3, 1 / 2, 1 / 2]))
+    assert np.allclose(w[:, 1], 2 * np.array([1.0, 1 / 2, 1 / 2, 1 / 2, 1 / 2]))
+    assert w.mean() == pytest.approx(1.0)
+    assert np.allclose(instant_weights(np.ones((4, 3)), np.zeros((4, 3))), 1.0)  # every step timed: all 1
+    with pytest.raises(ConfigError, match="instant_weighting"):
+        PPOConfig(instant_weighting="yes")
+
+
+def test_instant_weighting_changes_the_actors_update(tmp_path):
+    """The same first update from the same weights and the same rollout, with and without instant weighting:
+    the tiny workloads have bursts of same-instant decisions, so the actor's step differs."""
+    first = train(_tiny(tmp_path, "a"))
+    runs = {}
+    for flag in (False, True):
+        base = _tiny(tmp_path, f"w{int(flag)}")
+        cfg = dataclasses.replace(base, init_model=str(first / "model.zip"),
+                                  ppo=dataclasses.replace(base.ppo, instant_weighting=flag))
+        runs[flag] = _params(train(cfg, stop_after_updates=1) / "model.zip")
+    before = _params(first / "model.zip")
+    moved = [k for k in before if not th.equal(runs[False][k], runs[True][k])]
+    assert moved, "instant weighting left the update unchanged"
+    assert all(not th.equal(before[k], runs[True][k]) for k in moved)
+
+
+def test_init_model_without_type_demand_starts_a_type_demand_run(tmp_path):
+    """A model without ``type_demand`` is the initial weights of a run with it: its new modules start at 0 (the
+    first update's approximate KL is measured from the saved model's probabilities), learn at
+    ``new_lr_scale`` x the learning rate, are recorded, and a killed run resumes with the same groups."""
+    first = train(_tiny(tmp_path, "a"))
+    base = _tiny(tmp_path, "d")
+    cfg = dataclasses.replace(base, init_model=str(first / "model.zip"),
+                              ppo=dataclasses.replace(base.ppo, type_demand=True, new_lr_scale=10.0))
+    out = train(cfg, stop_after_updates=1)
+    model = read_model(out / "model.zip")
+    assert model.policy.features_extractor.type_demand
+    state = th.load(out / "checkpoint.pt", weights_only=False)
+    new = state["info"]["init_new_parameters"]
+    assert new and all("_demand." in k for k in new)
+    groups = state["optimizer"]["param_groups"]
+    assert [g["lr_scale"] for g in groups] == [1.0, 10.0]
+    assert groups[1]["lr"] == pytest.approx(10.0 * groups[0]["lr"])
+    line = json.loads((out / "updates.jsonl").read_text().splitlines()[0])
+    assert line["approx_kl"] < 0.05  # the grown model started where the saved one was
+    done = train(None, resume=out)  # resumes with the two groups
+    assert len((done / "updates.jsonl").read_text().splitlines()) == 384 // (64 * 3)
+    with pytest.raises(ConfigError, match="new_lr_scale"):
+        PPOConfig(new_lr_scale=0.0)

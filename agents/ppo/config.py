@@ -35,7 +35,9 @@ class PPOConfig:
     for a run that starts from a model whose critic learnt another reward, e.g. another reference);
     same_instant_lambda (GAE's lambda on steps that take no simulated time, the starts and resizes of one
     instant; None: gae_lambda. 1 hands the cost that follows a burst of same-instant decisions back to each
-    of them undiminished, so they lean less on the critic).
+    of them undiminished, so they lean less on the critic); instant_weighting (the policy loss weighs each
+    decision by 1 / the decisions its env took at that simulated instant, so every instant counts once:
+    :func:`agents.ppo.rollout.instant_weights`; False: every decision counts once).
 
     Objective (docs/ppo/mdp.md): horizon_h discounts per hour of *simulated* time, ``gamma_t = exp(-dt /
     horizon)`` for a step lasting dt (None: undiscounted, the return is the whole episode's cost);
@@ -52,7 +54,12 @@ class PPOConfig:
     type_ent_coef (extra bonus on the type distribution's entropy).
 
     Network (:mod:`agents.ppo.network`): embed_dim, context_dim, pair_hidden, plan_dim, value_hidden widths;
-    critic_pool (the critic's own context with sum pooling and slot counts); resize_bias (initial logit
+    critic_pool (the critic's own context with sum pooling and slot counts); type_demand (per GPU type, who
+    waits for it and who holds it while it could run elsewhere, for the contexts, the plan keys and a pair
+    feature: :meth:`agents.ppo.network.SlotSetExtractor.type_demand_features`; an ``init_model`` without it
+    loads into it exactly, its modules at 0); new_lr_scale (the parameters an ``init_model`` lacks learn at
+    this multiple of the learning rate, so new modules catch up with a fine-tuned network); resize_bias
+    (initial logit
     offset of resize actions).
 
     Warm start (:mod:`agents.ppo.warmstart`): bc_episodes episodes of the teacher (SRPT starts plus
@@ -72,6 +79,7 @@ class PPOConfig:
     target_kl: float | None = 0.03
     critic_warmup_updates: int = 0
     same_instant_lambda: float | None = None
+    instant_weighting: bool = False
     horizon_h: float | None = None
     reference: str | None = "doubling"
     reward_gain: float = 10.0
@@ -86,6 +94,8 @@ class PPOConfig:
     plan_dim: int = 16
     value_hidden: int = 96
     critic_pool: bool = True
+    type_demand: bool = False
+    new_lr_scale: float = 1.0
     resize_bias: float = -2.0
     bc_episodes: int = 40
     bc_epochs: int = 4
@@ -98,7 +108,7 @@ class PPOConfig:
             v = getattr(self, name)
             if not isinstance(v, (int, np.integer)) or v < 1:
                 raise ConfigError(f"ppo.{name} must be a positive integer, got {v!r}")
-        for name in ("learning_rate", "clip_range", "reward_gain", "bc_lr", "bc_gpu_cap"):
+        for name in ("learning_rate", "clip_range", "reward_gain", "bc_lr", "bc_gpu_cap", "new_lr_scale"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
                 raise ConfigError(f"ppo.{name} must be a positive number, got {v!r}")
@@ -106,6 +116,9 @@ class PPOConfig:
             raise ConfigError(f"ppo.horizon_h must be a positive number of hours or None, got {self.horizon_h!r}")
         if self.same_instant_lambda is not None and not (0.0 <= self.same_instant_lambda <= 1.0):
             raise ConfigError(f"ppo.same_instant_lambda must be in [0, 1] or None, got {self.same_instant_lambda!r}")
+        for name in ("type_demand", "instant_weighting"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ConfigError(f"ppo.{name} must be true or false, got {getattr(self, name)!r}")
         if not (0.0 <= self.gae_lambda <= 1.0):
             raise ConfigError(f"ppo.gae_lambda must be in [0, 1], got {self.gae_lambda!r}")
         if self.entropy not in ("joint", "within_type"):

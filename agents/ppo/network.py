@@ -18,7 +18,11 @@ predicted run time on each of the P plan slots. The policy treats the slots as *
    context over *sum* pooling and slot counts as well (the load: a mean or max cannot tell 3 queued jobs from
    60); ``factored`` adds four action-type logits and makes the action distribution the factored masked one
    of :mod:`agents.ppo.distribution` (with ``type_floor``, every legal action type keeps a minimum
-   probability).
+   probability); ``type_demand`` computes, per GPU type, who is waiting for it and who holds it while it
+   could run elsewhere (:meth:`SlotSetExtractor.type_demand_features`), and feeds it to the contexts, the
+   plan keys and a fifth pair feature (moving a running job off a type that queued jobs can only use),
+   through modules of their own (names with ``_demand``) whose weights start at 0: a model without the
+   option loads into one with it (:func:`load_growing`) and computes exactly what it did until they learn.
 
 Masks come from the env (``action_masks()``); MaskablePPO puts -inf on illegal logits.
 :class:`SlotPlanPolicy` is the stable-baselines3 policy class that assembles both; :func:`policy_kwargs_for`
@@ -47,6 +51,20 @@ def _mlp(sizes: list[int]) -> nn.Sequential:
     for a, b in zip(sizes[:-1], sizes[1:]):
         layers += [nn.Linear(a, b), nn.ReLU()]
     return nn.Sequential(*layers)
+
+
+def _zero(layer: nn.Linear) -> nn.Linear:
+    """``layer`` with its weights (and bias) at 0."""
+    nn.init.zeros_(layer.weight)
+    if layer.bias is not None:
+        nn.init.zeros_(layer.bias)
+    return layer
+
+
+def _mlp_plus(mlp: nn.Sequential, x: th.Tensor, extra: th.Tensor) -> th.Tensor:
+    """An :func:`_mlp` applied to ``x`` with ``extra`` added to its first layer's pre-activation."""
+    h = mlp[1](mlp[0](x) + extra)
+    return mlp[2:](h) if len(mlp) > 2 else h
 
 
 def _packed(f: nn.Module, x: th.Tensor, present: th.Tensor, width: int) -> th.Tensor:
@@ -99,6 +117,7 @@ class SlotSetExtractor(BaseFeaturesExtractor):
         embed_dim: int = 64,
         context_dim: int = 128,
         critic_pool: bool = False,
+        type_demand: bool = False,
     ) -> None:
         q, r, p = int(queue_slots), int(running_slots), len(plan_type)
         self.num_waits = int(num_waits)
@@ -114,7 +133,10 @@ class SlotSetExtractor(BaseFeaturesExtractor):
         n_glob = observation_space["globals"].shape[0]
         d, c = int(embed_dim), int(context_dim)
         self.critic_pool = bool(critic_pool)
-        features_dim = c + q * d + r * d + q * p + r * p + 2 * (q + r) + p + (c if self.critic_pool else 0)
+        self.type_demand = bool(type_demand)
+        n_dem = DEMAND_FEATURES * n_types if self.type_demand else 0
+        features_dim = (c + q * d + r * d + q * p + r * p + 2 * (q + r) + p + (c if self.critic_pool else 0)
+                        + (p + q * p + r * p if self.type_demand else 0))
         super().__init__(observation_space, features_dim)
         self.q, self.r, self.p, self.d, self.c = q, r, p, d, c
         self.qf, self.rf, self.n_types = qf, rf, n_types
@@ -124,10 +146,18 @@ class SlotSetExtractor(BaseFeaturesExtractor):
         )
         self.queue_encoder = _mlp([qf, d, d])
         self.running_encoder = _mlp([rf, d, d])
+        if self.type_demand:
+            onehot = th.zeros(p, n_types)
+            onehot[th.arange(p), th.as_tensor(plan_type, dtype=th.long)] = 1.0
+            self.register_buffer("plan_onehot", onehot, persistent=False)
         ctx_in = 4 * d + 2 * n_types + n_nodes + n_glob
         self.context = _mlp([ctx_in, c, c])
         if self.critic_pool:  # the critic's own context: pools, sums, counts and the global aggregates
             self.critic_context = _mlp([ctx_in + 2 * d + 2, c, c])
+        if self.type_demand:  # added to the first layers' pre-activations; zero until they learn
+            self.context_demand = _zero(nn.Linear(n_dem, c, bias=False))
+            if self.critic_pool:
+                self.critic_demand = _zero(nn.Linear(n_dem, c, bias=False))
 
     def encode(self, obs: dict[str, th.Tensor]) -> dict[str, th.Tensor]:
         """Named pieces: context (B, C), queue_emb (B, Q, d), running_emb (B, R, d), queue_times (B, Q, P),
@@ -150,7 +180,11 @@ class SlotSetExtractor(BaseFeaturesExtractor):
             ],
             dim=-1,
         )
-        ctx = self.context(ctx_in)
+        if self.type_demand:
+            demand, plan_demand, q_extra, r_extra = self.type_demand_features(queue, running)
+            ctx = _mlp_plus(self.context, ctx_in, self.context_demand(demand))
+        else:
+            ctx = self.context(ctx_in)
         free_by_type = obs["gpus"][:, : self.n_types]  # (B, T)
         out = {
             "context": ctx,
@@ -174,13 +208,58 @@ class SlotSetExtractor(BaseFeaturesExtractor):
                 ],
                 dim=-1,
             )
-            out["critic"] = self.critic_context(th.cat([ctx_in, load], dim=-1))
+            critic_in = th.cat([ctx_in, load], dim=-1)
+            out["critic"] = (
+                _mlp_plus(self.critic_context, critic_in, self.critic_demand(demand)) if self.type_demand
+                else self.critic_context(critic_in)
+            )
+        if self.type_demand:
+            out.update(plan_demand=plan_demand, queue_extra=q_extra, running_extra=r_extra)
         return out
+
+    def type_demand_features(
+        self, queue: th.Tensor, running: th.Tensor
+    ) -> tuple[th.Tensor, th.Tensor, th.Tensor, th.Tensor]:
+        """Who waits for each GPU type and who holds it while it could run elsewhere, from the slot rows.
+
+        A queued job can use type t when one of its plans of type t is available (predicted time > 0); it is
+        *bound* to t when t is the only such type. Per type (T of each, concatenated, ``DEMAND_FEATURES * T``):
+        the longest wait (the row's log-time ``wait``) of the queued jobs that can use it; the longest wait of
+        those bound to it; the jobs bound to it / 8; the running jobs on it that have an available plan of
+        another type / 8. Returns ``(demand (B, 4T), plan_demand (B, P): the bound wait of each plan's type,
+        queue_extra (B, Q, P), running_extra (B, R, P))``: the fifth pair feature. For a queued job that can
+        use two or more types, the bound wait of plan p's type (taking a type others can only use); 0 for a
+        bound job. For a running job, the bound wait of its own type minus that of plan p's type on plans of
+        another type (vacating a type others wait for); 0 on plans of its own type. Both 0 on unavailable
+        plans. Empty slots give 0 everywhere (their rows are 0).
+        """
+        nf_q, nf_r, t = self.qf - self.p, self.rf - self.p, self.n_types
+        q_avail = (queue[:, :, nf_q:] > 0).float()  # (B, Q, P)
+        q_types = (q_avail @ self.plan_onehot) > 0  # (B, Q, T)
+        n_types = q_types.sum(-1, keepdim=True)  # (B, Q, 1)
+        bound = q_types & (n_types == 1)
+        wait = queue[:, :, 1:2] * queue[:, :, 0:1]  # (B, Q, 1), 0 on empty slots
+        can_wait = (q_types.float() * wait).amax(1)  # (B, T)
+        bound_wait = (bound.float() * wait).amax(1)
+        bound_n = bound.float().sum(1) / 8.0
+        r_avail = (running[:, :, nf_r:] > 0).float()  # (B, R, P)
+        r_types = (r_avail @ self.plan_onehot) > 0  # (B, R, T)
+        cur = th.round(running[:, :, 4] * max(t - 1, 1)).long().clamp(0, t - 1)  # (B, R)
+        cur_onehot = th.nn.functional.one_hot(cur, t).float() * running[:, :, 0:1]  # (B, R, T)
+        flexible = ((r_types.float() * (1.0 - cur_onehot)).sum(-1, keepdim=True) > 0).float()
+        flex_n = (cur_onehot * flexible).sum(1) / 8.0  # (B, T)
+        demand = th.cat([can_wait, bound_wait, bound_n, flex_n], dim=-1)
+        plan_demand = bound_wait @ self.plan_onehot.T  # (B, P)
+        q_extra = plan_demand[:, None, :] * (n_types > 1).float() * q_avail
+        own = (cur_onehot * bound_wait[:, None, :]).sum(-1, keepdim=True)  # (B, R, 1)
+        other_type = 1.0 - cur_onehot @ self.plan_onehot.T  # (B, R, P): 1 on plans of another type
+        r_extra = (own - plan_demand[:, None, :]) * other_type * r_avail
+        return demand, plan_demand, q_extra, r_extra
 
     @property
     def pieces(self) -> tuple[str, ...]:
         """The names of the flat output's pieces, in order."""
-        return _PIECES + (("critic",) if self.critic_pool else ())
+        return _PIECES + (("critic",) if self.critic_pool else ()) + (_DEMAND_PIECES if self.type_demand else ())
 
     def forward(self, obs: dict[str, th.Tensor]) -> th.Tensor:
         e = self.encode(obs)
@@ -203,6 +282,9 @@ class SlotSetExtractor(BaseFeaturesExtractor):
             "queue_present": (q,),
             "running_present": (r,),
             "critic": (self.c,),
+            "plan_demand": (p,),
+            "queue_extra": (q, p),
+            "running_extra": (r, p),
         }
         out, i = {}, 0
         for k in self.pieces:
@@ -212,6 +294,8 @@ class SlotSetExtractor(BaseFeaturesExtractor):
         return out
 
 
+DEMAND_FEATURES = 4  # per GPU type: see SlotSetExtractor.type_demand_features
+_DEMAND_PIECES = ("plan_demand", "queue_extra", "running_extra")
 _PIECES = (
     "context",
     "queue_emb",
@@ -239,7 +323,9 @@ class _PairScorer(nn.Module):
 
     N_PAIR = 4
 
-    def __init__(self, embed_dim: int, context_dim: int, num_plans: int, plan_dim: int, hidden: int) -> None:
+    def __init__(
+        self, embed_dim: int, context_dim: int, num_plans: int, plan_dim: int, hidden: int, demand: bool = False
+    ) -> None:
         super().__init__()
         self.plan_emb = nn.Parameter(th.randn(num_plans, plan_dim) * 0.1)
         self.slot_in = nn.Linear(embed_dim, hidden)
@@ -247,22 +333,30 @@ class _PairScorer(nn.Module):
         self.coef = nn.Linear(hidden, self.N_PAIR)
         self.query = nn.Linear(hidden, hidden)
         self.key_in = nn.Linear(plan_dim + 2, hidden)
+        if demand:  # the fifth pair feature's coefficient and the plan's demand in its key; zero until learnt
+            self.coef_demand = _zero(nn.Linear(hidden, 1))
+            self.key_demand = _zero(nn.Linear(1, hidden, bias=False))
         self.key_ctx = nn.Linear(context_dim, hidden, bias=False)
         self.key_out = nn.Linear(hidden, hidden)
         self.scale = 1.0 / math.sqrt(hidden)
 
     def forward(
         self, emb: th.Tensor, times: th.Tensor, ref: th.Tensor, plan_in: th.Tensor, ctx: th.Tensor,
-        present: th.Tensor,
+        present: th.Tensor, extra: th.Tensor | None = None, plan_demand: th.Tensor | None = None,
     ) -> th.Tensor:
-        # emb (B, S, d), times (B, S, P), ref (B, S), plan_in (B, P, 2), ctx (B, C), present (B, S) -> (B, S, P);
+        # emb (B, S, d), times (B, S, P), ref (B, S), plan_in (B, P, 2), ctx (B, C), present (B, S),
+        # extra (B, S, P): the fifth pair feature and plan_demand (B, P) (type_demand) -> (B, S, P);
         # only present slots are scored (the others' actions are illegal: 0 there)
         b, p = plan_in.shape[:2]
         bi, si = (present > 0).nonzero(as_tuple=True)
         h = th.relu(self.slot_in(emb[bi, si]) + self.slot_ctx(ctx)[bi])  # (n, H)
         lin = (SlotPlanHead.pair(times[bi, si], ref[bi, si]) * self.coef(h)[:, None, :]).sum(-1)  # (n, P)
         k_in = th.cat([self.plan_emb.expand(b, p, -1), plan_in], dim=-1)  # (B, P, plan_dim + 2)
-        keys = self.key_out(th.relu(self.key_in(k_in) + self.key_ctx(ctx)[:, None, :]))  # (B, P, H)
+        k_pre = self.key_in(k_in) + self.key_ctx(ctx)[:, None, :]
+        if extra is not None:
+            lin = lin + extra[bi, si] * self.coef_demand(h)
+            k_pre = k_pre + self.key_demand(plan_demand.unsqueeze(-1))
+        keys = self.key_out(th.relu(k_pre))  # (B, P, H)
         att = (self.query(h)[:, None, :] * keys[bi]).sum(-1) * self.scale  # (n, P)
         out = emb.new_zeros(emb.shape[0], emb.shape[1], p)
         out[bi, si] = lin + att
@@ -291,8 +385,9 @@ class SlotPlanHead(nn.Module):
         self._split = extractor.split  # a bound method, not a submodule (no duplicate parameters)
         self.register_buffer("count_feat", extractor.plan_count_feat.clone(), persistent=False)
         c, d, p = extractor.c, extractor.d, extractor.p
-        self.queue_scorer = _PairScorer(d, c, p, plan_dim, pair_hidden)
-        self.running_scorer = _PairScorer(d, c, p, plan_dim, pair_hidden)
+        self.demand = extractor.type_demand
+        self.queue_scorer = _PairScorer(d, c, p, plan_dim, pair_hidden, self.demand)
+        self.running_scorer = _PairScorer(d, c, p, plan_dim, pair_hidden, self.demand)
         self.wait = nn.Linear(c, 1 + extractor.num_waits)
         self.value = _mlp([c, value_hidden, value_hidden])
         self.latent_dim_pi = 1 + extractor.num_waits + extractor.q * p + extractor.r * p
@@ -313,10 +408,12 @@ class SlotPlanHead(nn.Module):
         b = ctx.shape[0]
         plan_in = th.stack([e["plan_free"], self.count_feat.expand(b, -1)], dim=-1)  # (B, P, 2)
         q_logits = self.queue_scorer(
-            e["queue_emb"], e["queue_times"], e["queue_best"], plan_in, ctx, e["queue_present"]
+            e["queue_emb"], e["queue_times"], e["queue_best"], plan_in, ctx, e["queue_present"],
+            e.get("queue_extra"), e.get("plan_demand"),
         )
         r_logits = self.running_scorer(
-            e["running_emb"], e["running_times"], e["running_rem"], plan_in, ctx, e["running_present"]
+            e["running_emb"], e["running_times"], e["running_rem"], plan_in, ctx, e["running_present"],
+            e.get("running_extra"), e.get("plan_demand"),
         )
         parts = [self.wait(ctx), q_logits.reshape(b, -1), r_logits.reshape(b, -1)]
         if self.factored:
@@ -406,6 +503,9 @@ class SlotPlanPolicy(MaskableActorCriticPolicy):
                 nn.init.orthogonal_(head.type_head.weight, gain=0.01)
                 nn.init.zeros_(head.type_head.bias)
             nn.init.constant_(head.running_scorer.coef.bias[1], self.resize_bias)  # x availability (1 if legal)
+            for name, module in self.named_modules():  # type_demand's modules start at 0 (see the module doc)
+                if name.endswith("_demand"):
+                    _zero(module)
         self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
@@ -473,6 +573,7 @@ def policy_kwargs_for(env: Any, ppo: PPOConfig) -> dict[str, Any]:
             "embed_dim": ppo.embed_dim,
             "context_dim": ppo.context_dim,
             "critic_pool": ppo.critic_pool,
+            "type_demand": ppo.type_demand,
         },
         "pair_hidden": ppo.pair_hidden,
         "plan_dim": ppo.plan_dim,
@@ -482,3 +583,18 @@ def policy_kwargs_for(env: Any, ppo: PPOConfig) -> dict[str, Any]:
         "type_floor": ppo.type_floor,
     }
 
+
+
+
+def load_growing(policy: nn.Module, saved: dict[str, th.Tensor]) -> list[str]:
+    """Load ``saved`` (a model's state dict) into ``policy``, which may have modules the saved model lacks:
+    the ``_demand`` modules of ``type_demand``. Those are set to 0, so ``policy`` computes exactly what the
+    saved model did until they learn. Returns their parameter names (empty when the state dicts match).
+    Raises RuntimeError (torch's message) when anything else differs: a missing or unexpected parameter, or
+    a shape."""
+    now = policy.state_dict()
+    missing = [k for k in now if k not in saved]
+    if any("_demand." not in k for k in missing) or any(k not in now for k in saved):
+        policy.load_state_dict(saved)  # strict: raises with torch's list of what differs
+    policy.load_state_dict({**saved, **{k: th.zeros_like(now[k]) for k in missing}})
+    return missing

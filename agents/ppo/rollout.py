@@ -55,6 +55,27 @@ def gae(
     return adv, adv + values
 
 
+def instant_weights(elapsed: np.ndarray, dones: np.ndarray) -> np.ndarray:
+    """(T, N) weights that make every decision *instant* of an env count once in the policy loss.
+
+    The decisions an env takes at one simulated instant (starts and resizes before time moves on) form a
+    group: a group ends at a step that lasted simulated time (``elapsed > 0``), that ended its episode
+    (``dones``), or at the rollout's last step. Each step weighs ``1 / (its group's size)``; the weights are then
+    scaled to mean 1 over the rollout, so the loss keeps its scale. A burst of 20 same-instant resizes then
+    weighs as much as one start that is followed by simulated time, rather than 20 times as much.
+    """
+    elapsed = np.asarray(elapsed, dtype=np.float64)
+    t_len = elapsed.shape[0]
+    ends = (elapsed > 0) | (np.asarray(dones) > 0)
+    ends[-1] = True
+    w = np.empty_like(elapsed)
+    for i in range(elapsed.shape[1]):
+        stops = np.flatnonzero(ends[:, i])
+        sizes = np.diff(np.concatenate(([-1], stops)))
+        w[:, i] = np.repeat(1.0 / sizes, sizes)
+    return w * (w.size / w.sum()) if t_len else w
+
+
 def obs_tensors(obs: dict[str, np.ndarray]) -> dict[str, th.Tensor]:
     """The network's inputs of stacked observations (no copy)."""
     return {k: th.from_numpy(obs[k]) for k in OBS_KEYS}

@@ -31,7 +31,15 @@ from agents.ppo.config import TrainConfig
 from agents.ppo.distribution import entropy, greedy_actions, within_type_entropy
 from agents.ppo.network import SlotPlanPolicy, policy_kwargs_for
 from agents.ppo.reference import ReferenceCache, RewardShaper, run_reference
-from agents.ppo.rollout import OBS_KEYS, VecRollout, gae, obs_tensors, policy_outputs, sample_actions
+from agents.ppo.rollout import (
+    OBS_KEYS,
+    VecRollout,
+    gae,
+    instant_weights,
+    obs_tensors,
+    policy_outputs,
+    sample_actions,
+)
 from agents.ppo.workloads import make_env, training_generator, validation_workloads
 from frenzy_env.env import ENV_VERSION
 from frenzy_env.observation import OBS_VERSION
@@ -65,21 +73,42 @@ def _container(cfg: TrainConfig, probe: Any) -> Any:
     )
 
 
-def _load_weights(policy: Any, path: str | os.PathLike) -> int | None:
+def _load_weights(policy: Any, path: str | os.PathLike) -> tuple[int | None, list[str]]:
     """Copy a saved model's network into ``policy`` (a clear ConfigError when the file is missing, is not a
     model, or its network has other sizes); returns the observation version the model recorded (None when
-    it recorded none). A model of an older observation version is accepted: its weights are a starting
-    point (fine-tuning after an encoding change), and the version goes into the run's log."""
+    it recorded none) and the parameters the model lacks (``type_demand``'s, set to 0:
+    :func:`agents.ppo.network.load_growing`). A model of an older observation version is accepted: its
+    weights are a starting point (fine-tuning after an encoding change), and the version goes into the
+    run's log."""
     from agents.ppo.loading import read_model, recorded_obs_version
+    from agents.ppo.network import load_growing
     from frenzy_env.errors import ConfigError
 
     saved = read_model(path, any_obs_version=True).policy.state_dict()
     try:
-        policy.load_state_dict(saved)
+        new = load_growing(policy, saved)
     except RuntimeError as exc:
         raise ConfigError(f"init_model {str(path)!r} does not fit this network (other sizes?): {exc}") from None
     found = recorded_obs_version(Path(path))
-    return None if found is None else found[0]
+    return (None if found is None else found[0]), new
+
+
+def _new_parameter_groups(policy: Any, opt: Any, names: list[str], scale: float) -> Any:
+    """``opt`` again, its parameters in two groups: those named in ``names`` (new to the run's initial
+    model) with ``lr_scale`` = ``scale``, the rest with 1 (the learning-rate schedule multiplies by it).
+    ``opt`` itself when there are none or ``scale`` is 1."""
+    named = dict(policy.named_parameters())
+    new_ids = {id(named[n]) for n in names if n in named}
+    if not new_ids or scale == 1.0:
+        return opt
+    params = list(policy.parameters())
+    groups = [
+        {"params": [q for q in params if id(q) not in new_ids], "lr_scale": 1.0},
+        {"params": [q for q in params if id(q) in new_ids], "lr_scale": float(scale)},
+    ]
+    # not policy.optimizer: a saved model.zip keeps SB3's one group, so it loads as any model does (the
+    # run's optimizer state lives in checkpoint.pt)
+    return type(opt)(groups, **opt.defaults)
 
 
 def _load_optimizer(policy: Any, opt: Any, path: str | os.PathLike) -> bool:
@@ -180,6 +209,8 @@ def ppo_update(policy: Any, opt: Any, buf: dict[str, Any], adv: np.ndarray, ret:
     old_logp = th.as_tensor(flat(buf["logp"]), dtype=th.float32)
     adv_t = th.as_tensor(flat(adv), dtype=th.float32)
     ret_t = th.as_tensor(flat(ret), dtype=th.float32)
+    weight = th.as_tensor(flat(instant_weights(buf["elapsed"], buf["dones"])), dtype=th.float32) \
+        if p.instant_weighting else None
     stats: dict[str, list[float]] = {k: [] for k in ("pg_loss", "vf_loss", "entropy", "type_entropy", "approx_kl")}
     policy.set_training_mode(True)
     frozen = [] if actor else [q for name, q in policy.named_parameters() if not name.startswith(CRITIC_ONLY)]
@@ -196,7 +227,8 @@ def ppo_update(policy: Any, opt: Any, buf: dict[str, Any], adv: np.ndarray, ret:
             a = (a - a.mean()) / (a.std() + 1e-8)
             log_ratio = new_logp - old_logp[idx]
             ratio = th.exp(log_ratio)
-            pg = -th.min(a * ratio, a * th.clamp(ratio, 1 - p.clip_range, 1 + p.clip_range)).mean()
+            pg_rows = th.min(a * ratio, a * th.clamp(ratio, 1 - p.clip_range, 1 + p.clip_range))
+            pg = -(pg_rows if weight is None else pg_rows * weight[idx]).mean()
             vf = th.nn.functional.smooth_l1_loss(values, ret_t[idx])  # Huber: a bad episode's -300 stays bounded
             if p.entropy == "within_type":
                 ent_rows = within_type_entropy(logp, type_logp, masks[idx], policy.action_type)
@@ -291,6 +323,7 @@ def train(
     if resume is not None:
         state = th.load(out / "checkpoint.pt", weights_only=False)
         policy.load_state_dict(state["policy"])
+        opt = _new_parameter_groups(policy, opt, state["info"].get("init_new_parameters", []), p.new_lr_scale)
         opt.load_state_dict(state["optimizer"])
         th.set_rng_state(state["torch_rng"])
         seed_rng = np.random.default_rng()
@@ -313,8 +346,11 @@ def train(
             log_path.write_text("".join(x + "\n" for x in kept))
     else:
         if cfg.init_model is not None:
-            info["init_model_obs_version"] = _load_weights(policy, cfg.init_model)
+            info["init_model_obs_version"], new = _load_weights(policy, cfg.init_model)
             info["init_model"] = str(cfg.init_model)
+            if new:
+                info["init_new_parameters"] = new
+                opt = _new_parameter_groups(policy, opt, new, p.new_lr_scale)
             info["init_optimizer"] = cfg.init_optimizer and _load_optimizer(policy, opt, cfg.init_model)
         elif p.bc_episodes > 0:
             from agents.ppo.warmstart import behaviour_clone, collect_teacher
@@ -371,7 +407,7 @@ def train(
     while steps < cfg.timesteps:
         t0 = time.time()
         for g in opt.param_groups:
-            g["lr"] = lr0 * (frac + (1 - frac) * (1 - steps / cfg.timesteps))
+            g["lr"] = lr0 * g.get("lr_scale", 1.0) * (frac + (1 - frac) * (1 - steps / cfg.timesteps))
         n_before = len(rollout.episodes)
         buf = rollout.collect(policy, p.n_steps)
         t1 = time.time()
