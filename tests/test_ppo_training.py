@@ -479,6 +479,7 @@ def test_instant_weights_by_hand():
     assert np.allclose(w[:, 1], 2 * np.array([1.0, 1 / 2, 1 / 2, 1 / 2, 1 / 2]))
     assert w.mean() == pytest.approx(1.0)
     assert np.allclose(instant_weights(np.ones((4, 3)), np.zeros((4, 3))), 1.0)  # every step timed: all 1
+    assert instant_weights(np.zeros((0, 2)), np.zeros((0, 2))).shape == (0, 2)
     with pytest.raises(ConfigError, match="instant_weighting"):
         PPOConfig(instant_weighting="yes")
 

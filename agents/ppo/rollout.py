@@ -65,15 +65,16 @@ def instant_weights(elapsed: np.ndarray, dones: np.ndarray) -> np.ndarray:
     weighs as much as one start that is followed by simulated time, rather than 20 times as much.
     """
     elapsed = np.asarray(elapsed, dtype=np.float64)
-    t_len = elapsed.shape[0]
+    w = np.ones_like(elapsed)
+    if elapsed.size == 0:
+        return w
     ends = (elapsed > 0) | (np.asarray(dones) > 0)
     ends[-1] = True
-    w = np.empty_like(elapsed)
     for i in range(elapsed.shape[1]):
         stops = np.flatnonzero(ends[:, i])
         sizes = np.diff(np.concatenate(([-1], stops)))
         w[:, i] = np.repeat(1.0 / sizes, sizes)
-    return w * (w.size / w.sum()) if t_len else w
+    return w * (w.size / w.sum())
 
 
 def obs_tensors(obs: dict[str, np.ndarray]) -> dict[str, th.Tensor]:
