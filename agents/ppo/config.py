@@ -59,8 +59,7 @@ class PPOConfig:
     feature: :meth:`agents.ppo.network.SlotSetExtractor.type_demand_features`; an ``init_model`` without it
     loads into it exactly, its modules at 0); new_lr_scale (the parameters an ``init_model`` lacks learn at
     this multiple of the learning rate, so new modules catch up with a fine-tuned network); resize_bias
-    (initial logit
-    offset of resize actions).
+    (initial logit offset of resize actions).
 
     Warm start (:mod:`agents.ppo.warmstart`): bc_episodes episodes of the teacher (SRPT starts plus
     grow-into-idle resizes) imitated for bc_epochs passes at bc_lr; 0 disables it. bc_gpu_cap: the teacher's

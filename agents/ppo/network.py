@@ -44,6 +44,7 @@ from torch import nn
 from agents.ppo.config import PPOConfig
 from agents.ppo.distribution import NUM_TYPES, action_types, factored_distribution, factored_log_probs
 from frenzy_env.errors import ConfigError
+from frenzy_env.observation import QUEUE_FEATURES, RUNNING_FEATURES
 
 
 def _mlp(sizes: list[int]) -> nn.Sequential:
@@ -238,13 +239,14 @@ class SlotSetExtractor(BaseFeaturesExtractor):
         q_types = (q_avail @ self.plan_onehot) > 0  # (B, Q, T)
         n_types = q_types.sum(-1, keepdim=True)  # (B, Q, 1)
         bound = q_types & (n_types == 1)
-        wait = queue[:, :, 1:2] * queue[:, :, 0:1]  # (B, Q, 1), 0 on empty slots
+        w_col, t_col = QUEUE_FEATURES.index("wait"), RUNNING_FEATURES.index("gpu_type")
+        wait = queue[:, :, w_col : w_col + 1] * queue[:, :, 0:1]  # (B, Q, 1), 0 on empty slots
         can_wait = (q_types.float() * wait).amax(1)  # (B, T)
         bound_wait = (bound.float() * wait).amax(1)
         bound_n = bound.float().sum(1) / 8.0
         r_avail = (running[:, :, nf_r:] > 0).float()  # (B, R, P)
         r_types = (r_avail @ self.plan_onehot) > 0  # (B, R, T)
-        cur = th.round(running[:, :, 4] * max(t - 1, 1)).long().clamp(0, t - 1)  # (B, R)
+        cur = th.round(running[:, :, t_col] * max(t - 1, 1)).long().clamp(0, t - 1)  # (B, R)
         cur_onehot = th.nn.functional.one_hot(cur, t).float() * running[:, :, 0:1]  # (B, R, T)
         flexible = ((r_types.float() * (1.0 - cur_onehot)).sum(-1, keepdim=True) > 0).float()
         flex_n = (cur_onehot * flexible).sum(1) / 8.0  # (B, T)
