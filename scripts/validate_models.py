@@ -1,7 +1,7 @@
 """Score saved PPO models on a run's validation split, with many sampled plays: pick a model, draw a curve.
 
 Usage: ``python scripts/validate_models.py --run runs/ppo_v4c --samples 8 [--reference srpt_est] [--out DIR]
-[--decisions N,N,...] NAME=MODEL.zip ...``
+[--decisions N,N,...] [--reference-cache FILE.json] NAME=MODEL.zip ...``
 
 Every model plays each validation workload of the run's ``config.json`` (``agents.ppo.validation_workloads``:
 synthetic seeds 500, ... and fixed windows of the validation clusters, never the test split) ``--samples``
@@ -35,6 +35,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None, help="folder for validation.csv (default: print only)")
     ap.add_argument("--reference", default=None,
                     help="baseline the scores are ratios to (default: the run's ppo.reference)")
+    ap.add_argument("--reference-cache", type=Path, default=None, metavar="FILE.json",
+                    help="keep the reference's results here and reuse them (elastic Sia: 20 minutes per split)")
     args = ap.parse_args()
     if args.samples < 1:
         ap.error(f"--samples must be >= 1, got {args.samples}")
@@ -66,7 +68,7 @@ def main() -> None:
     cfg = TrainConfig.from_dict(json.loads((args.run / "config.json").read_text()))
     if args.reference is not None:
         cfg = dataclasses.replace(cfg, ppo=dataclasses.replace(cfg.ppo, reference=args.reference))
-    validator = Validator(dataclasses.replace(cfg, validation_samples=args.samples))
+    validator = Validator(dataclasses.replace(cfg, validation_samples=args.samples), args.reference_cache)
     synthetic = np.array([name.startswith("synthetic") for name, _, _ in validator.items])
     rows = []
     for i, (name, path) in enumerate(named):

@@ -523,3 +523,27 @@ def test_init_model_without_type_demand_starts_a_type_demand_run(tmp_path):
     assert len((done / "updates.jsonl").read_text().splitlines()) == 384 // (64 * 3)
     with pytest.raises(ConfigError, match="new_lr_scale"):
         PPOConfig(new_lr_scale=0.0)
+
+
+def test_validator_reference_cache_is_reused_and_keyed_by_the_split(tmp_path, monkeypatch):
+    """The reference's results are written once and read back (no reference run the second time); another
+    split (other validation jobs) is another entry."""
+    from agents.ppo import training
+    from agents.ppo.training import Validator
+
+    cfg = _tiny(tmp_path, "c")
+    cache = tmp_path / "ref.json"
+    first = Validator(cfg, cache)
+    assert cache.is_file() and len(json.loads(cache.read_text())) == 1
+
+    def refuse(*_a, **_k):
+        raise AssertionError("the reference ran although its results were cached")
+
+    monkeypatch.setattr(training, "run_reference", refuse)
+    again = Validator(dataclasses.replace(cfg, validation_samples=1), cache)  # draws do not change the reference
+    assert np.array_equal(again.ref_jct, first.ref_jct)
+    with pytest.raises(AssertionError, match="cached"):
+        Validator(dataclasses.replace(cfg, validation_jobs=cfg.validation_jobs + 1), cache)
+    monkeypatch.undo()
+    other = Validator(dataclasses.replace(cfg, validation_jobs=cfg.validation_jobs + 1), cache)
+    assert len(json.loads(cache.read_text())) == 2 and other.ref_jct.shape == first.ref_jct.shape
