@@ -178,7 +178,7 @@ class Validator:
         self.ref_jct = np.array([run_reference(e, ref, s).avg_jct_h for e, s in zip(self.envs[:n], self.seeds[:n])])
         if cache is not None:
             stored[key] = self.ref_jct.tolist()
-            _atomic_write(cache, json.dumps(stored, indent=1) + "\n")
+            _atomic_save(json.dumps(stored, indent=1) + "\n", cache)
 
     def reference_key(self) -> str:
         """What the reference's results depend on, as one string: the reference, the env version, the cluster,
@@ -310,15 +310,14 @@ def _write_curve(out: Path, rows: list[dict[str, float]], reference: str, sample
         _plot_curve(rows, out / "learning_curve.png", reference, sampled)
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def _atomic_save(obj: Any, path: Path) -> None:
+    """``obj`` to ``path`` through a temporary file moved into place (a kill never leaves half a file): text
+    is written as it is, anything else with ``torch.save``."""
     tmp = path.with_suffix(".tmp")
-    th.save(obj, tmp)
+    if isinstance(obj, str):
+        tmp.write_text(obj)
+    else:
+        th.save(obj, tmp)
     os.replace(tmp, path)
 
 
