@@ -547,3 +547,81 @@ def test_validator_reference_cache_is_reused_and_keyed_by_the_split(tmp_path, mo
     monkeypatch.undo()
     other = Validator(dataclasses.replace(cfg, validation_jobs=cfg.validation_jobs + 1), cache)
     assert len(json.loads(cache.read_text())) == 2 and other.ref_jct.shape == first.ref_jct.shape
+
+
+def test_sia_teacher_solves_once_per_instant_sets_no_timers_and_follows_sias_plan():
+    """The event-driven Sia teacher: one integer program per simulated instant (the first decision of an instant
+    takes the first legal step of Sia's plan for that state), no wake-ups, only legal actions, every job done."""
+    from agents.ppo import SiaTeacher
+    from baselines.sia import SiaPolicy
+
+    env = FrenzyEnv(workload="synthetic-small")
+    teacher = SiaTeacher(env)
+    probe = SiaPolicy(env)  # Sia's plan of the same state, solved independently
+    solves = []
+    plan_round = teacher.sia.plan_round
+    teacher.sia.plan_round = lambda: (solves.append(env.view.now), plan_round())[1]
+    env.request_wakeup = lambda t: pytest.fail("the teacher set a timer")
+    env.reset(seed=3)
+    teacher.reset()
+    instants, done, firsts = [], False, 0
+    while not done:
+        mask = env.action_masks()
+        now = env.view.now
+        new_instant = not instants or instants[-1] != now
+        if new_instant:
+            instants.append(now)
+            steps = [probe._legal_action(k, j, p, mask) for k, j, p in probe.plan_round()]
+            expected = next((a for a in steps if a is not None), 0)
+        a = teacher.act(mask)
+        assert mask[a]
+        if new_instant:
+            assert a == expected
+            firsts += expected != 0
+        _, _, term, trunc, info = env.step(a)
+        done = term or trunc
+    assert solves == instants and firsts > 0
+    m = info["metrics"]
+    assert m["finished"] + m["rejected"] == m["jobs"] and m["invalid_actions"] == 0
+
+
+def test_teacher_pull_decays_lowers_the_teachers_cross_entropy_and_resumes(tmp_path):
+    """ppo.bc_coef: the teacher's demonstrations are collected even when an init_model skips the warm start,
+    saved beside the run, and pulled towards with a weight that decays linearly (hand values per update); the
+    pull lowers the teacher's cross-entropy; a killed run resumes to the same weights."""
+    from agents.ppo.training import DEMOS_FILE
+    from agents.ppo.warmstart import load_demos, teacher_loss, teacher_tensors
+
+    first = train(_tiny(tmp_path, "a"))
+    base = _tiny(tmp_path, "t")
+    cfg = dataclasses.replace(base, init_model=str(first / "model.zip"), ppo=dataclasses.replace(
+        base.ppo, bc_teacher="sia", bc_coef=5.0, bc_decay=256, learning_rate=1e-3))
+    straight = train(cfg)
+    assert not (straight / "bc_model.zip").exists()  # the weights came from init_model: no cloning
+    lines = [json.loads(x) for x in (straight / "updates.jsonl").read_text().splitlines()]
+    assert [x["teacher_coef"] for x in lines] == [5.0, pytest.approx(5.0 * (1 - 192 / 256))]
+    assert all(x["teacher_ce"] > 0 for x in lines)
+    log = json.loads((straight / "train_log.json").read_text())
+    assert log["teacher"] == "sia" and log["teacher_avg_jct_hours"] > 0
+    demos = teacher_tensors(load_demos(straight / DEMOS_FILE))
+    everything = th.arange(len(demos["actions"]))
+    ce = {}
+    for name, path in (("before", first / "model.zip"), ("after", straight / "model.zip")):
+        with th.no_grad():
+            ce[name] = float(teacher_loss(read_model(path).policy, demos, everything))
+    assert ce["after"] < ce["before"]
+    killed = train(dataclasses.replace(cfg, out_dir=str(tmp_path / "k")), stop_after_updates=1)
+    resumed = train(None, resume=killed)
+    pa, pb = _params(straight / "model.zip"), _params(resumed / "model.zip")
+    assert all(th.equal(pa[k], pb[k]) for k in pa)
+
+
+def test_teacher_options_are_checked():
+    with pytest.raises(ConfigError, match="bc_teacher"):
+        PPOConfig(bc_teacher="oracle")
+    with pytest.raises(ConfigError, match="bc_coef"):
+        PPOConfig(bc_coef=-1.0)
+    with pytest.raises(ConfigError, match="bc_episodes"):
+        PPOConfig(bc_coef=1.0, bc_episodes=0)
+    with pytest.raises(ConfigError, match="bc_decay"):
+        PPOConfig(bc_decay=0)

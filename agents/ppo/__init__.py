@@ -12,7 +12,8 @@ them, and saved models refer to the policy as ``agents.ppo.SlotPlanPolicy``:
   :func:`validation_workloads`, :func:`test_workloads`);
 - :mod:`agents.ppo.reference`: the reward differenced against a reference scheduler (:class:`RewardShaper`);
 - :mod:`agents.ppo.rollout`: in-process vectorised rollouts and GAE with per-step discounts;
-- :mod:`agents.ppo.warmstart`: the behaviour-cloning warm start (:class:`GrowTeacher`);
+- :mod:`agents.ppo.warmstart`: the behaviour-cloning warm start and the teacher pull (:class:`GrowTeacher`,
+  :class:`SiaTeacher`);
 - :mod:`agents.ppo.training`: :func:`train` (resumable);
 - :mod:`agents.ppo.loading`: :func:`load_policy` and the shipped :data:`DEFAULT_MODEL_PATH`.
 
@@ -53,7 +54,7 @@ from agents.ppo.reference import (
 )
 from agents.ppo.rollout import VecRollout, gae, step_discounts
 from agents.ppo.training import train
-from agents.ppo.warmstart import GrowTeacher, SrptTeacher, behaviour_clone, collect_teacher
+from agents.ppo.warmstart import GrowTeacher, SiaTeacher, SrptTeacher, behaviour_clone, collect_teacher
 from agents.ppo.workloads import MixtureGenerator, make_env, test_workloads, training_generator, validation_workloads
 
 __all__ = [
@@ -61,7 +62,7 @@ __all__ = [
     "TRAIN_TRACES", "VALIDATION_SEEDS", "VALIDATION_TRACES", "GrowTeacher", "MixtureGenerator", "PPOConfig",
     "PPOPolicy", "ReferenceCache", "ReferenceCurve", "ReferenceReward", "RewardShaper", "SlotPlanHead",
     "SlotPlanPolicy",
-    "SlotSetExtractor", "SrptTeacher", "TraceWindows", "TrainConfig", "VecRollout", "action_types",
+    "SiaTeacher", "SlotSetExtractor", "SrptTeacher", "TraceWindows", "TrainConfig", "VecRollout", "action_types",
     "behaviour_clone", "check_model_path", "collect_teacher", "differenced_reward", "factored_log_probs", "gae",
     "load_policy", "make_env", "make_ppo_policy", "policy_kwargs_for", "run_reference", "step_discounts",
     "test_workloads", "train", "training_generator", "validation_workloads",

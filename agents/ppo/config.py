@@ -61,9 +61,14 @@ class PPOConfig:
     this multiple of the learning rate, so new modules catch up with a fine-tuned network); resize_bias
     (initial logit offset of resize actions).
 
-    Warm start (:mod:`agents.ppo.warmstart`): bc_episodes episodes of the teacher (SRPT starts plus
-    grow-into-idle resizes) imitated for bc_epochs passes at bc_lr; 0 disables it. bc_gpu_cap: the teacher's
-    cap on GPUs as a multiple of the requested count.
+    Warm start (:mod:`agents.ppo.warmstart`): bc_episodes episodes of the teacher imitated for bc_epochs
+    passes at bc_lr; 0 disables it. bc_teacher: "grow" (:class:`~agents.ppo.warmstart.GrowTeacher`, SRPT
+    starts plus grow-into-idle resizes) or "sia" (:class:`~agents.ppo.warmstart.SiaTeacher`, Sia's integer
+    program re-solved at every decision instant). bc_gpu_cap: the grow teacher's cap on GPUs as a multiple of
+    the requested count. bc_coef: weight of the teacher's cross-entropy on its own demonstrations in every
+    PPO minibatch (a KL pull towards the teacher, KL(teacher || policy) up to a constant), decayed linearly
+    to 0 over the first bc_decay decisions; 0 (the default) disables it. The demonstrations are collected
+    also when an ``init_model`` skips the warm start.
     """
 
     learning_rate: float = 3e-4
@@ -100,10 +105,13 @@ class PPOConfig:
     bc_epochs: int = 4
     bc_lr: float = 1e-3
     bc_gpu_cap: float = 4.0
+    bc_teacher: str = "grow"
+    bc_coef: float = 0.0
+    bc_decay: int = 1_000_000
 
     def __post_init__(self) -> None:
         for name in ("n_steps", "batch_size", "n_epochs", "embed_dim", "context_dim", "pair_hidden", "plan_dim",
-                     "value_hidden", "bc_epochs"):
+                     "value_hidden", "bc_epochs", "bc_decay"):
             v = getattr(self, name)
             if not isinstance(v, (int, np.integer)) or v < 1:
                 raise ConfigError(f"ppo.{name} must be a positive integer, got {v!r}")
@@ -130,6 +138,12 @@ class PPOConfig:
             raise ConfigError(f"ppo.critic_warmup_updates must be an integer >= 0, got {self.critic_warmup_updates!r}")
         if not isinstance(self.bc_episodes, (int, np.integer)) or self.bc_episodes < 0:
             raise ConfigError(f"ppo.bc_episodes must be an integer >= 0, got {self.bc_episodes!r}")
+        if self.bc_teacher not in ("grow", "sia"):
+            raise ConfigError(f"ppo.bc_teacher must be 'grow' or 'sia', got {self.bc_teacher!r}")
+        if not (isinstance(self.bc_coef, (int, float)) and np.isfinite(self.bc_coef) and self.bc_coef >= 0):
+            raise ConfigError(f"ppo.bc_coef must be a number >= 0, got {self.bc_coef!r}")
+        if self.bc_coef > 0 and self.bc_episodes == 0:
+            raise ConfigError(f"ppo.bc_coef {self.bc_coef!r} needs demonstrations: ppo.bc_episodes must be > 0")
         if self.reference is not None and not isinstance(self.reference, str):
             raise ConfigError(f"ppo.reference must be a baseline policy name or None, got {self.reference!r}")
 

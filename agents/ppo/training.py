@@ -9,7 +9,8 @@ and type entropy, and resumable state need it.
 
 Output folder: ``config.json`` (the configuration, the split, obs/env versions), ``model.zip`` (latest),
 ``best_model.zip`` (the best validation score: mean ratio of average JCT to the reference's),
-``bc_model.zip`` (after the warm start),
+``bc_model.zip`` (after the warm start), ``teacher_demos.npz`` (the teacher's demonstrations, while
+``ppo.bc_coef`` pulls towards them),
 ``checkpoint.pt`` (everything needed to resume: network, optimizer, RNGs, envs mid-episode, the seed
 cursor, counters, the validation curve), ``learning_curve.csv`` / ``.png`` (validation average JCT against
 decisions, with the reference's), ``updates.jsonl`` (a line per update) and ``train_log.json``.
@@ -41,12 +42,22 @@ from agents.ppo.rollout import (
     policy_outputs,
     sample_actions,
 )
+from agents.ppo.warmstart import (
+    behaviour_clone,
+    collect_teacher,
+    load_demos,
+    save_demos,
+    teacher_loss,
+    teacher_tensors,
+)
 from agents.ppo.workloads import make_env, training_generator, validation_workloads
 from frenzy_env.env import ENV_VERSION
 from frenzy_env.observation import OBS_VERSION
 
 #: parameters (name prefixes) that only the critic uses: what a critic warm-up trains
 CRITIC_ONLY = ("features_extractor.critic_context.", "mlp_extractor.value.", "value_net.")
+#: the teacher's demonstrations in a run's folder while ``ppo.bc_coef`` pulls towards them (for resume)
+DEMOS_FILE = "teacher_demos.npz"
 CURVE_FIELDS = ("decisions", "updates", "wall_s", "val_avg_jct_h", "ref_avg_jct_h", "val_over_ref")
 
 
@@ -219,10 +230,14 @@ class Validator:
 
 
 def ppo_update(policy: Any, opt: Any, buf: dict[str, Any], adv: np.ndarray, ret: np.ndarray, cfg: TrainConfig,
-               gen: th.Generator, actor: bool = True) -> dict[str, float]:
+               gen: th.Generator, actor: bool = True, demos: dict[str, Any] | None = None,
+               teacher_coef: float = 0.0) -> dict[str, float]:
     """One PPO update over a rollout buffer; returns the losses and diagnostics. ``actor=False`` fits the
     critic only: the parameters the actor shares with it (the slot encoders) are left as they are, so the
-    policy's outputs do not change."""
+    policy's outputs do not change. With ``demos`` (:func:`agents.ppo.warmstart.teacher_tensors`) and
+    ``teacher_coef`` > 0, every minibatch adds ``teacher_coef`` x the teacher's cross-entropy on a minibatch
+    of its demonstrations (:func:`agents.ppo.warmstart.teacher_loss`)."""
+
     p = cfg.ppo
     n = adv.size
     flat = lambda x: x.reshape(n, *x.shape[2:])  # noqa: E731  (T, N, ...) -> (T*N, ...)
@@ -234,7 +249,11 @@ def ppo_update(policy: Any, opt: Any, buf: dict[str, Any], adv: np.ndarray, ret:
     ret_t = th.as_tensor(flat(ret), dtype=th.float32)
     weight = th.as_tensor(flat(instant_weights(buf["elapsed"], buf["dones"])), dtype=th.float32) \
         if p.instant_weighting else None
-    stats: dict[str, list[float]] = {k: [] for k in ("pg_loss", "vf_loss", "entropy", "type_entropy", "approx_kl")}
+    stats: dict[str, list[float]] = {
+        k: [] for k in ("pg_loss", "vf_loss", "entropy", "type_entropy", "approx_kl", "teacher_ce")
+    }
+    pull = actor and demos is not None and teacher_coef > 0
+    n_demos = len(demos["actions"]) if pull else 0
     policy.set_training_mode(True)
     frozen = [] if actor else [q for name, q in policy.named_parameters() if not name.startswith(CRITIC_ONLY)]
     stop = False
@@ -260,6 +279,10 @@ def ppo_update(policy: Any, opt: Any, buf: dict[str, Any], adv: np.ndarray, ret:
             loss = p.vf_coef * vf
             if actor:
                 loss = loss + pg - p.ent_coef * ent - p.type_ent_coef * type_ent
+            if pull:
+                ce = teacher_loss(policy, demos, th.randint(n_demos, (p.batch_size,), generator=gen))
+                loss = loss + teacher_coef * ce
+                stats["teacher_ce"].append(float(ce.detach()))
             with th.no_grad():
                 kl = float(((ratio - 1) - log_ratio).mean())
             if p.target_kl is not None and kl > 1.5 * p.target_kl:
@@ -348,6 +371,7 @@ def train(
     horizon_s = None if p.horizon_h is None else p.horizon_h * 3600.0
     t_start = time.time()
     info: dict[str, Any] = {}
+    demos = None  # the teacher's demonstrations while ppo.bc_coef pulls towards them
     if resume is not None:
         state = th.load(out / "checkpoint.pt", weights_only=False)
         policy.load_state_dict(state["policy"])
@@ -368,11 +392,25 @@ def train(
         wall_before, info = state["wall_s"], state["info"]
         upd_gen = th.Generator()
         upd_gen.set_state(state["update_rng"])
+        if p.bc_coef > 0 and steps < p.bc_decay:
+            demos = teacher_tensors(load_demos(out / DEMOS_FILE))
         log_path = out / "updates.jsonl"  # drop the lines of updates after the checkpoint (they are redone)
         if log_path.is_file():
             kept = log_path.read_text().splitlines()[:updates]
             log_path.write_text("".join(x + "\n" for x in kept))
     else:
+        clone = cfg.init_model is None and p.bc_episodes > 0
+        if clone or p.bc_coef > 0:
+            data = collect_teacher(cfg, gen)
+            info["teacher"] = p.bc_teacher
+            info["teacher_avg_jct_hours"] = data["teacher_avg_jct_hours"]
+            info["teacher_resize_share"] = data["teacher_resize_share"]
+            info["teacher_seconds"] = time.time() - t_start
+            log(f"teacher {p.bc_teacher}: {len(data['actions'])} decisions, average JCT "
+                f"{data['teacher_avg_jct_hours']:.3f} h, resize share {data['teacher_resize_share']:.3f}")
+            if p.bc_coef > 0:
+                save_demos(data, out / DEMOS_FILE)
+                demos = teacher_tensors(data)
         if cfg.init_model is not None:
             info["init_model_obs_version"], new = _load_weights(policy, cfg.init_model)
             info["init_model"] = str(cfg.init_model)
@@ -380,12 +418,7 @@ def train(
                 info["init_new_parameters"] = new
                 opt = _new_parameter_groups(policy, opt, new, p.new_lr_scale)
             info["init_optimizer"] = cfg.init_optimizer and _load_optimizer(policy, opt, cfg.init_model)
-        elif p.bc_episodes > 0:
-            from agents.ppo.warmstart import behaviour_clone, collect_teacher
-
-            data = collect_teacher(cfg, gen)
-            info["teacher_avg_jct_hours"] = data["teacher_avg_jct_hours"]
-            info["teacher_resize_share"] = data["teacher_resize_share"]
+        elif clone:
             info.update(behaviour_clone(policy, cfg, data, log=log))
             info["bc_seconds"] = time.time() - t_start
             model.save(out / "bc_model.zip")
@@ -443,7 +476,11 @@ def train(
             buf["elapsed"] > 0, p.gae_lambda, p.same_instant_lambda
         )
         adv, ret = gae(buf["rewards"], buf["values"], buf["discounts"], buf["dones"], buf["last_values"], lam)
-        stats = ppo_update(policy, opt, buf, adv, ret, cfg, upd_gen, actor=updates >= p.critic_warmup_updates)
+        teacher_coef = p.bc_coef * max(0.0, 1.0 - steps / p.bc_decay)
+        if teacher_coef == 0.0:
+            demos = None  # the pull is over: free the demonstrations
+        stats = ppo_update(policy, opt, buf, adv, ret, cfg, upd_gen, actor=updates >= p.critic_warmup_updates,
+                           demos=demos, teacher_coef=teacher_coef)
         steps += cfg.rollout_size
         updates += 1
         done_here += 1
@@ -460,6 +497,7 @@ def train(
             "share_resize": float(np.mean(acts >= first_resize)),
             "mean_return_per_episode": float(buf["rewards"].sum() / max(len(eps), 1)),
             "reference_runs": cache.runs if cache is not None else 0,
+            "teacher_coef": teacher_coef,
             **stats,
         }
         with open(out / "updates.jsonl", "a") as fh:

@@ -75,8 +75,53 @@ class GrowTeacher(SrptTeacher):
         return 0 if mask[0] else int(np.flatnonzero(mask)[0])
 
 
+class SiaTeacher:
+    """Sia's integer program (:class:`baselines.sia.SiaPolicy`: its candidates, goodput, restart factor and
+    the order it carries a plan out in) re-solved at every decision *instant* instead of every 60 s round:
+    the first decision at a new simulated time solves, the later ones of that instant carry the plan out, and
+    a step that is not legal is skipped. It sets no timers, so it decides exactly where the agent does (at
+    events), and its states are states the agent meets.
+
+    On four validation workloads it matched or beat round-based Sia (average JCT 3.23 vs 3.26 h, 2.62 vs
+    2.63, 10.71 vs 10.74, 1.68 vs 1.97) in 4-15 s per episode instead of about a minute. It is a teacher,
+    not a baseline: Sia as published re-plans in rounds.
+    """
+
+    def __init__(self, env: Any) -> None:
+        from baselines.sia import SiaPolicy
+
+        self.sia = SiaPolicy(env)
+        self.env = self.sia.env
+        self.reset()
+
+    def reset(self) -> None:
+        self.sia.reset()
+        self._solved_at: float | None = None
+
+    def act(self, mask: np.ndarray) -> int:
+        sia = self.sia
+        now = sia.view.now
+        if now != self._solved_at:
+            sia._todo = sia.plan_round()
+            self._solved_at = now
+        for i, (kind, job, plan) in enumerate(sia._todo):
+            action = sia._legal_action(kind, job, plan, mask)
+            if action is not None:
+                del sia._todo[i]
+                return action
+        sia._todo = []
+        return 0 if mask[0] else int(np.flatnonzero(mask)[0])
+
+
+def make_teacher(cfg: TrainConfig, env: Any) -> Any:
+    """The warm-start teacher ``cfg.ppo.bc_teacher`` names, bound to ``env``."""
+    if cfg.ppo.bc_teacher == "sia":
+        return SiaTeacher(env)
+    return GrowTeacher(env, cfg.ppo.bc_gpu_cap)
+
+
 def collect_teacher(cfg: TrainConfig, generator: Any) -> dict[str, Any]:
-    """Play ``cfg.ppo.bc_episodes`` training episodes with :class:`GrowTeacher`.
+    """Play ``cfg.ppo.bc_episodes`` training episodes with the teacher (:func:`make_teacher`).
 
     Returns observations (dict of (n, ...) arrays of the network's keys), masks (n, A), actions (n,), the
     teacher's mean average JCT in hours and the share of its actions that are resizes.
@@ -88,12 +133,17 @@ def collect_teacher(cfg: TrainConfig, generator: Any) -> dict[str, Any]:
     env = FrenzyEnv(
         cluster=cfg.cluster, workload=generator, queue_slots=cfg.queue_slots, running_slots=cfg.running_slots
     )
-    teacher = GrowTeacher(env, p.bc_gpu_cap)
+    teacher = make_teacher(cfg, env)
     obs_buf: dict[str, list[np.ndarray]] = {k: [] for k in OBS_KEYS}
     masks, actions, jcts = [], [], []
     rng = np.random.default_rng(cfg.seed + 7)
+    from frenzy_env.progress import progress_bar
+
+    bar = progress_bar(p.bc_episodes, show=cfg.progress, unit="episode", desc=f"teacher {p.bc_teacher}")
     for _ in range(p.bc_episodes):
         obs, _ = env.reset(seed=int(rng.integers(cfg.train_workloads)))
+        if hasattr(teacher, "reset"):
+            teacher.reset()
         done = False
         while not done:
             mask = env.action_masks()
@@ -105,6 +155,8 @@ def collect_teacher(cfg: TrainConfig, generator: Any) -> dict[str, Any]:
             obs, _, term, trunc, info = env.step(a)
             done = term or trunc
         jcts.append(info["metrics"]["avg_jct_h"])
+        bar.update(1)
+    bar.close()
     acts = np.array(actions)
     return {
         "obs": {k: np.stack(v).astype(np.float32) for k, v in obs_buf.items()},
@@ -124,9 +176,8 @@ def behaviour_clone(policy: Any, cfg: TrainConfig, data: dict[str, Any], log: An
 
     p = cfg.ppo
     n = len(data["actions"])
-    obs_t = {k: th.as_tensor(v) for k, v in data["obs"].items()}
-    mask_t = th.as_tensor(data["masks"])
-    act_t = th.as_tensor(data["actions"])
+    demos = teacher_tensors(data)
+    obs_t, mask_t, act_t = demos["obs"], demos["masks"], demos["actions"]
     policy.set_training_mode(True)
     opt = th.optim.Adam(policy.parameters(), lr=p.bc_lr)
     gen = th.Generator().manual_seed(cfg.seed)
@@ -148,3 +199,38 @@ def behaviour_clone(policy: Any, cfg: TrainConfig, data: dict[str, Any], log: An
         log(f"behaviour cloning epoch {epoch + 1}/{p.bc_epochs}: cross-entropy {total_ce / n:.3f}, accuracy {acc:.3f}")
     policy.set_training_mode(False)
     return {"bc_samples": n, "bc_accuracy": acc}
+
+
+def teacher_tensors(data: dict[str, Any]) -> dict[str, Any]:
+    """The demonstrations of :func:`collect_teacher` as tensors (no copy): obs (key -> (n, ...)), masks,
+    actions."""
+    return {
+        "obs": {k: th.as_tensor(v) for k, v in data["obs"].items()},
+        "masks": th.as_tensor(data["masks"]),
+        "actions": th.as_tensor(data["actions"]),
+    }
+
+
+def teacher_loss(policy: Any, demos: dict[str, Any], idx: th.Tensor) -> th.Tensor:
+    """Mean cross-entropy of the teacher's actions under the policy on demonstrations ``idx``: KL(teacher ||
+    policy) up to the teacher's (zero) entropy, the pull a PPO update adds with a decaying weight."""
+    from agents.ppo.rollout import policy_outputs
+
+    logp, _, _, _ = policy_outputs(policy, {k: v[idx] for k, v in demos["obs"].items()}, demos["masks"][idx])
+    return -logp.gather(1, demos["actions"][idx, None]).mean()
+
+
+def save_demos(data: dict[str, Any], path: Any) -> None:
+    """The demonstrations to ``path`` (.npz, uncompressed), so a resumed run keeps the same ones."""
+    arrays = {f"obs_{k}": v for k, v in data["obs"].items()}
+    np.savez(path, masks=data["masks"], actions=data["actions"], **arrays)
+
+
+def load_demos(path: Any) -> dict[str, Any]:
+    """What :func:`save_demos` wrote (obs, masks, actions)."""
+    with np.load(path) as z:
+        return {
+            "obs": {k[4:]: z[k] for k in z.files if k.startswith("obs_")},
+            "masks": z["masks"],
+            "actions": z["actions"],
+        }
