@@ -237,7 +237,6 @@ def ppo_update(policy: Any, opt: Any, buf: dict[str, Any], adv: np.ndarray, ret:
     policy's outputs do not change. With ``demos`` (:func:`agents.ppo.warmstart.teacher_tensors`) and
     ``teacher_coef`` > 0, every minibatch adds ``teacher_coef`` x the teacher's cross-entropy on a minibatch
     of its demonstrations (:func:`agents.ppo.warmstart.teacher_loss`)."""
-
     p = cfg.ppo
     n = adv.size
     flat = lambda x: x.reshape(n, *x.shape[2:])  # noqa: E731  (T, N, ...) -> (T*N, ...)

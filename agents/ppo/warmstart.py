@@ -83,8 +83,10 @@ class SiaTeacher:
     events), and its states are states the agent meets.
 
     On four validation workloads it matched or beat round-based Sia (average JCT 3.23 vs 3.26 h, 2.62 vs
-    2.63, 10.71 vs 10.74, 1.68 vs 1.97) in 4-15 s per episode instead of about a minute. It is a teacher,
-    not a baseline: Sia as published re-plans in rounds.
+    2.63, 10.71 vs 10.74, 1.68 vs 1.97) in 4-15 s per episode instead of about a minute; on the 28 test
+    workloads it is level with Sia (docs/ppo/training.md). It is a teacher, not a baseline: Sia as published
+    re-plans in rounds. It drives a :class:`~baselines.sia.SiaPolicy` through that policy's own plan and
+    legality steps, so both stay one implementation.
     """
 
     def __init__(self, env: Any) -> None:
