@@ -178,19 +178,30 @@ class SiaPolicy(ScriptedPolicy):
         view = self.view
         busy = self._in_system(view)
         if view.now >= self._next_round and busy:
-            self._todo = self.plan_round()
+            self.replan()
             self.rounds += 1
             self.rounds_at.append(view.now)
             self._next_round = (math.floor(view.now / self.round_s) + 1) * self.round_s
         if busy:  # the next round happens even if nothing happens before it
             self.wake_at(self._next_round)
+        action = self.next_step(mask)
+        return self.wait_action(mask) if action is None else action
+
+    def replan(self) -> None:
+        """Solve the integer program for the present state (:meth:`plan_round`) and make it the plan to carry
+        out, replacing what was left of the previous one."""
+        self._todo = self.plan_round()
+
+    def next_step(self, mask: np.ndarray) -> int | None:
+        """The action of the plan's first step that is legal now, taken off the plan; None when no step is
+        legal now, and the plan is then dropped (the rest waits for the next solve)."""
         for i, (kind, job, plan) in enumerate(self._todo):
             action = self._legal_action(kind, job, plan, mask)
             if action is not None:
                 del self._todo[i]
                 return action
-        self._todo = []  # nothing left that can be done now: the rest waits for the next round
-        return self.wait_action(mask)
+        self._todo = []
+        return None
 
     def _in_system(self, view: Any) -> bool:
         """Jobs are queued or running (whether or not within the env's windows)."""

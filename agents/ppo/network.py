@@ -46,6 +46,9 @@ from agents.ppo.distribution import NUM_TYPES, action_types, factored_distributi
 from frenzy_env.errors import ConfigError
 from frenzy_env.observation import QUEUE_FEATURES, RUNNING_FEATURES
 
+#: the observation columns type_demand reads: a queued job's wait, a running job's GPU type
+_WAIT_COL, _TYPE_COL = QUEUE_FEATURES.index("wait"), RUNNING_FEATURES.index("gpu_type")
+
 
 def _mlp(sizes: list[int]) -> nn.Sequential:
     layers: list[nn.Module] = []
@@ -239,14 +242,13 @@ class SlotSetExtractor(BaseFeaturesExtractor):
         q_types = (q_avail @ self.plan_onehot) > 0  # (B, Q, T)
         n_types = q_types.sum(-1, keepdim=True)  # (B, Q, 1)
         bound = q_types & (n_types == 1)
-        w_col, t_col = QUEUE_FEATURES.index("wait"), RUNNING_FEATURES.index("gpu_type")
-        wait = queue[:, :, w_col : w_col + 1] * queue[:, :, 0:1]  # (B, Q, 1), 0 on empty slots
+        wait = queue[:, :, _WAIT_COL : _WAIT_COL + 1] * queue[:, :, 0:1]  # (B, Q, 1), 0 on empty slots
         can_wait = (q_types.float() * wait).amax(1)  # (B, T)
         bound_wait = (bound.float() * wait).amax(1)
         bound_n = bound.float().sum(1) / 8.0
         r_avail = (running[:, :, nf_r:] > 0).float()  # (B, R, P)
         r_types = (r_avail @ self.plan_onehot) > 0  # (B, R, T)
-        cur = th.round(running[:, :, t_col] * max(t - 1, 1)).long().clamp(0, t - 1)  # (B, R)
+        cur = th.round(running[:, :, _TYPE_COL] * max(t - 1, 1)).long().clamp(0, t - 1)  # (B, R)
         cur_onehot = th.nn.functional.one_hot(cur, t).float() * running[:, :, 0:1]  # (B, R, T)
         flexible = ((r_types.float() * (1.0 - cur_onehot)).sum(-1, keepdim=True) > 0).float()
         flex_n = (cur_onehot * flexible).sum(1) / 8.0  # (B, T)

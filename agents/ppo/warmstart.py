@@ -85,8 +85,8 @@ class SiaTeacher:
     On four validation workloads it matched or beat round-based Sia (average JCT 3.23 vs 3.26 h, 2.62 vs
     2.63, 10.71 vs 10.74, 1.68 vs 1.97) in 4-15 s per episode instead of about a minute; on the 28 test
     workloads it is level with Sia (docs/ppo/training.md). It is a teacher, not a baseline: Sia as published
-    re-plans in rounds. It drives a :class:`~baselines.sia.SiaPolicy` through that policy's own plan and
-    legality steps, so both stay one implementation.
+    re-plans in rounds. It drives a :class:`~baselines.sia.SiaPolicy` through its ``replan`` and
+    ``next_step``, so both stay one implementation.
     """
 
     def __init__(self, env: Any) -> None:
@@ -101,17 +101,13 @@ class SiaTeacher:
         self._solved_at: float | None = None
 
     def act(self, mask: np.ndarray) -> int:
-        sia = self.sia
-        now = sia.view.now
+        now = self.sia.view.now
         if now != self._solved_at:
-            sia._todo = sia.plan_round()
+            self.sia.replan()
             self._solved_at = now
-        for i, (kind, job, plan) in enumerate(sia._todo):
-            action = sia._legal_action(kind, job, plan, mask)
-            if action is not None:
-                del sia._todo[i]
-                return action
-        sia._todo = []
+        action = self.sia.next_step(mask)
+        if action is not None:
+            return action
         return 0 if mask[0] else int(np.flatnonzero(mask)[0])
 
 
@@ -174,12 +170,9 @@ def behaviour_clone(policy: Any, cfg: TrainConfig, data: dict[str, Any], log: An
     distribution, whose type floor keeps every action type alive). The critic is not fitted: with the
     differenced reward a policy like the teacher has returns near 0, where a fresh critic starts.
     Returns the final imitation accuracy and sample count."""
-    from agents.ppo.rollout import policy_outputs
-
     p = cfg.ppo
     n = len(data["actions"])
     demos = teacher_tensors(data)
-    obs_t, mask_t, act_t = demos["obs"], demos["masks"], demos["actions"]
     policy.set_training_mode(True)
     opt = th.optim.Adam(policy.parameters(), lr=p.bc_lr)
     gen = th.Generator().manual_seed(cfg.seed)
@@ -189,14 +182,13 @@ def behaviour_clone(policy: Any, cfg: TrainConfig, data: dict[str, Any], log: An
         correct, total_ce = 0, 0.0
         for i in range(0, n, p.batch_size):
             idx = perm[i : i + p.batch_size]
-            logp, _, _, _ = policy_outputs(policy, {k: v[idx] for k, v in obs_t.items()}, mask_t[idx])
-            ce = -logp.gather(1, act_t[idx, None]).mean()
+            ce, logp = _teacher_ce(policy, demos, idx)
             opt.zero_grad()
             ce.backward()
             nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
             opt.step()
             total_ce += float(ce.detach()) * len(idx)
-            correct += int((logp.argmax(-1) == act_t[idx]).sum())
+            correct += int((logp.argmax(-1) == demos["actions"][idx]).sum())
         acc = correct / n
         log(f"behaviour cloning epoch {epoch + 1}/{p.bc_epochs}: cross-entropy {total_ce / n:.3f}, accuracy {acc:.3f}")
     policy.set_training_mode(False)
@@ -216,10 +208,16 @@ def teacher_tensors(data: dict[str, Any]) -> dict[str, Any]:
 def teacher_loss(policy: Any, demos: dict[str, Any], idx: th.Tensor) -> th.Tensor:
     """Mean cross-entropy of the teacher's actions under the policy on demonstrations ``idx``: KL(teacher ||
     policy) up to the teacher's (zero) entropy, the pull a PPO update adds with a decaying weight."""
+    return _teacher_ce(policy, demos, idx)[0]
+
+
+def _teacher_ce(policy: Any, demos: dict[str, Any], idx: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+    """(mean cross-entropy of the teacher's actions, the policy's log-probabilities (B, A)) on demonstrations
+    ``idx``: what cloning and the pull both minimise."""
     from agents.ppo.rollout import policy_outputs
 
     logp, _, _, _ = policy_outputs(policy, {k: v[idx] for k, v in demos["obs"].items()}, demos["masks"][idx])
-    return -logp.gather(1, demos["actions"][idx, None]).mean()
+    return -logp.gather(1, demos["actions"][idx, None]).mean(), logp
 
 
 def save_demos(data: dict[str, Any], path: Any) -> None:
