@@ -1,8 +1,9 @@
 """Scripted baseline schedulers; ``make_policy(name, env, **kwargs)`` builds one bound to an env.
 
 Registered names: ``frenzy`` (:mod:`baselines.frenzy`), ``asrpt`` (:mod:`baselines.asrpt`), ``doubling``
-(:mod:`baselines.doubling`), ``sia`` (:mod:`baselines.sia`), ``srpt_est`` (:mod:`baselines.srpt`), ``fifo``,
-``fifo_strict``, ``sjf`` and ``sjf_greedy`` (oracles) and ``random`` (:mod:`baselines.simple`).
+(:mod:`baselines.doubling`), ``sia`` and ``sia_srpt`` (:mod:`baselines.sia`), ``srpt_est``
+(:mod:`baselines.srpt`), ``fifo``, ``fifo_strict``, ``sjf`` and ``sjf_greedy`` (oracles) and ``random``
+(:mod:`baselines.simple`).
 :func:`register_policy` adds a policy of your own under a name of its own.
 """
 
@@ -15,7 +16,7 @@ from baselines.asrpt import AsrptPolicy
 from baselines.base import ScriptedPolicy
 from baselines.doubling import DoublingPolicy
 from baselines.frenzy import FrenzyPolicy
-from baselines.sia import SiaPolicy
+from baselines.sia import SiaPolicy, SiaSrptPolicy
 from baselines.simple import FifoPolicy, RandomPolicy, SjfGreedyPolicy, SjfPolicy, StrictFifoPolicy
 from baselines.srpt import SrptEstPolicy
 from frenzy_env.errors import ConfigError, unknown_name
@@ -25,6 +26,7 @@ POLICIES: dict[str, Callable[..., ScriptedPolicy]] = {
     "asrpt": AsrptPolicy,
     "doubling": DoublingPolicy,
     "sia": SiaPolicy,
+    "sia_srpt": SiaSrptPolicy,
     "srpt_est": SrptEstPolicy,
     "fifo": FifoPolicy,
     "fifo_strict": StrictFifoPolicy,

@@ -36,6 +36,16 @@ What it does, as the paper describes it, mapped onto this environment:
   shrink first, then moves and growths, then starts, largest first; a step that is not legal now (GPUs still
   held, fragmentation) is retried while other steps free GPUs, and dropped at the end of the round.
 * ``requested_only=True`` restricts each job to its requested GPU count (Sia's "rigid" jobs), on any type.
+
+``objective="completion"`` (registered as ``sia_srpt``, :class:`SiaSrptPolicy`; not in the paper) keeps all of
+the above but the utility: it maximises the summed *estimated completion rate* ``1 / T[j, c]`` of the jobs,
+``T[j, c] = R_j * iter_time[j, c]`` the estimated seconds job ``j`` still needs on configuration ``c`` (``R_j``
+its estimated remaining iterations, from ``view.work_estimate`` and its progress, at least
+:data:`REMAINING_FLOOR` of its estimate), plus ``view.restart_seconds`` when a running job would change
+configuration (this replaces the restart factor). A job without a configuration counts 0. Average JCT is the
+time-integral of the number of jobs in the system, and ``1 / T`` is the rate at which a job leaves it, so this
+favours jobs close to done (shortest remaining time first) and scale-out that pays for its restart. Sia's
+objective uses no job length at all.
 """
 
 from __future__ import annotations
@@ -50,6 +60,8 @@ from frenzy_env.errors import ConfigError
 from frenzy_env.policy import QUEUED
 
 ZERO_ALLOC_GOODPUT = 1e-4  # Sia's ZERO_ALLOC_GAIN: the goodput a job with no allocation counts as
+REMAINING_FLOOR = 0.1  # objective="completion": a job's estimated remaining work is at least this share of its estimate
+OBJECTIVES = ("goodput", "completion")
 
 
 def solve_sia_milp(
@@ -138,6 +150,8 @@ class SiaPolicy(ScriptedPolicy):
     requested_only: only configurations with the job's requested GPU count (False: any count).
     restart_penalty: seconds a re-allocation costs in the restart factor (default: the simulator's
         ``view.restart_seconds`` of the job on its plan). time_limit: HiGHS time limit per round, seconds.
+    objective: ``"goodput"`` (Sia's normalised goodput utility, with ``p``) or ``"completion"`` (the summed
+        estimated completion rates, see the module docstring; ``p`` is then unused).
     """
 
     name = "sia"
@@ -150,8 +164,11 @@ class SiaPolicy(ScriptedPolicy):
         requested_only: bool = False,
         restart_penalty: float | None = None,
         time_limit: float = 10.0,
+        objective: str = "goodput",
     ) -> None:
         super().__init__(env)
+        if objective not in OBJECTIVES:
+            raise ConfigError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
         if not (isinstance(round_s, (int, float)) and round_s > 0):
             raise ConfigError(f"round_s must be a positive number of seconds, got {round_s!r}")
         if not (isinstance(p, (int, float)) and p != 0 and math.isfinite(p)):
@@ -163,6 +180,7 @@ class SiaPolicy(ScriptedPolicy):
         self.requested_only = bool(requested_only)
         self.restart_penalty = restart_penalty
         self.time_limit = float(time_limit)
+        self.objective = objective
         self.rounds = 0
         self.reset()
 
@@ -274,6 +292,36 @@ class SiaPolicy(ScriptedPolicy):
             good[row, run.plan] = keep if keep > 0 else 1.0
         return good
 
+    def remaining_estimate(self, jobs: np.ndarray) -> np.ndarray:
+        """(len(jobs),) estimated iterations each job still needs: its work estimate less its progress now
+        (a running job's counted to the present), at least :data:`REMAINING_FLOOR` of the estimate."""
+        view = self.view
+        done = view.done_iters[jobs].astype(np.float64)
+        running, now = view.running, view.now
+        for row, j in enumerate(jobs.tolist()):
+            run = running.get(j)
+            if run is not None:
+                done[row] = run.done_base + max(0.0, now - run.progress_from) * run.rate
+        estimate = view.work_estimate[jobs]
+        return np.maximum(estimate - done, REMAINING_FLOOR * estimate)
+
+    def completion_rates(self, jobs: np.ndarray, cand: np.ndarray) -> np.ndarray:
+        """(len(jobs), P): ``1 / T`` per candidate, ``T`` the estimated seconds to finish on it (plus the restart
+        for a running job that would change configuration); 0 where not a candidate."""
+        view = self.view
+        with np.errstate(invalid="ignore"):
+            secs = np.where(cand, view.iter_time[jobs], np.inf) * self.remaining_estimate(jobs)[:, None]
+        running = view.running
+        for row, j in enumerate(jobs.tolist()):
+            run = running.get(j)
+            if run is not None:
+                keep = secs[row, run.plan]
+                secs[row] += view.restart_seconds(j, run.plan)
+                secs[row, run.plan] = keep
+        with np.errstate(divide="ignore"):
+            rate = 1.0 / secs
+        return np.where(np.isfinite(rate) & (secs > 0), rate, 0.0)
+
     def plan_round(self) -> list[tuple[str, int, int]]:
         """Solve one round; returns the ordered steps (resizes then starts) that carry the choice out."""
         env, view = self.env, self.view
@@ -287,7 +335,10 @@ class SiaPolicy(ScriptedPolicy):
         running_jobs, now = view.running, view.now
         current = np.array([running_jobs[int(j)].plan for j in running], dtype=np.int64)
         cand[np.arange(nr), current] = True  # a running job can always keep what it has
-        good = self.goodput_matrix(jobs, cand)
+        if self.objective == "completion":
+            good, p = self.completion_rates(jobs, cand), 1.0
+        else:
+            good, p = self.goodput_matrix(jobs, cand), self.p
         pinned = np.full(jobs.size, -1, dtype=np.int64)
         warming = np.array([running_jobs[int(j)].progress_from > now for j in running], dtype=bool)
         pinned[:nr][warming] = current[warming]
@@ -300,7 +351,7 @@ class SiaPolicy(ScriptedPolicy):
             if j not in visible:
                 capacity[int(view.plan_type[run.plan])] -= float(run.counts.sum())
         choice = solve_sia_milp(
-            good, view.plan_count, view.plan_type, capacity, p=self.p, must_allocate=must, pinned=pinned,
+            good, view.plan_count, view.plan_type, capacity, p=p, must_allocate=must, pinned=pinned,
             time_limit=self.time_limit,
         )
         resizes, starts = [], []
@@ -317,3 +368,13 @@ class SiaPolicy(ScriptedPolicy):
         resizes.sort()
         starts.sort()
         return [step for *_, step in resizes] + [step for *_, step in starts]
+
+
+class SiaSrptPolicy(SiaPolicy):
+    """Sia with ``objective="completion"``: its rounds, candidates, integer program and carry-out, maximising
+    the summed estimated completion rates instead of normalised goodput (see the module docstring)."""
+
+    name = "sia_srpt"
+
+    def __init__(self, env: Any, objective: str = "completion", **kwargs: Any) -> None:
+        super().__init__(env, objective=objective, **kwargs)

@@ -549,15 +549,20 @@ def test_validator_reference_cache_is_reused_and_keyed_by_the_split(tmp_path, mo
     assert len(json.loads(cache.read_text())) == 2 and other.ref_jct.shape == first.ref_jct.shape
 
 
-def test_sia_teacher_solves_once_per_instant_sets_no_timers_and_follows_sias_plan():
+@pytest.mark.parametrize("objective", ["goodput", "completion"])
+def test_sia_teacher_solves_once_per_instant_sets_no_timers_and_follows_sias_plan(objective):
     """The event-driven Sia teacher: one integer program per simulated instant (the first decision of an instant
-    takes the first legal step of Sia's plan for that state), no wake-ups, only legal actions, every job done."""
+    takes the first legal step of Sia's plan for that state), no wake-ups, only legal actions, every job done;
+    with Sia's objective and with sia_srpt's (what ppo.bc_teacher "sia" and "sia_srpt" build)."""
     from agents.ppo import SiaTeacher
+    from agents.ppo.warmstart import make_teacher
     from baselines.sia import SiaPolicy
 
     env = FrenzyEnv(workload="synthetic-small")
-    teacher = SiaTeacher(env)
-    probe = SiaPolicy(env)  # Sia's plan of the same state, solved independently
+    name = "sia" if objective == "goodput" else "sia_srpt"
+    teacher = make_teacher(TrainConfig(ppo=PPOConfig(bc_teacher=name)), env)
+    assert isinstance(teacher, SiaTeacher) and teacher.sia.objective == objective
+    probe = SiaPolicy(env, objective=objective)  # Sia's plan of the same state, solved independently
     solves = []
     plan_round = teacher.sia.plan_round
     teacher.sia.plan_round = lambda: (solves.append(env.view.now), plan_round())[1]

@@ -10,7 +10,8 @@ import pytest
 
 import frenzy_env  # noqa: F401  (registers the ids)
 from baselines import POLICIES, make_policy
-from baselines.sia import ZERO_ALLOC_GOODPUT, SiaPolicy, solve_sia_milp
+from baselines.sia import ZERO_ALLOC_GOODPUT, SiaPolicy, SiaSrptPolicy, solve_sia_milp
+from frenzy_env.cluster import ClusterSpec
 from frenzy_env.errors import ConfigError
 from frenzy_env.evaluation import run_episode
 
@@ -148,3 +149,78 @@ def test_sia_registered_and_validates():
         SiaPolicy(env, round_s=0)
     with pytest.raises(ConfigError):
         SiaPolicy(env, p=0)
+
+
+# ------------------------------------------------------------------------------------------ sia_srpt
+A100_1x8 = ClusterSpec.from_counts("t1", {"A100-80GB": (1, 8)}, reference_gpu_type="A100-80GB")
+
+
+def test_sia_srpt_maximises_summed_completion_rates(make_job, make_env):
+    """Two jobs queued at t = 0 on one 8-GPU node, one ten times longer: the round's choice is the pair of
+    configurations (or none) that fits and has the largest sum of 1 / (remaining iterations * iter_time),
+    found here by enumeration; the short job gets at least as many GPUs as the long one. Sia's own objective
+    (no job length) splits the node evenly between the two identical models instead."""
+    env = make_env(A100_1x8, [make_job(0, 0.0, 2e5), make_job(1, 0.0, 2e4)], queue_slots="all",
+                   running_slots="all")
+    env.reset(seed=0)
+    policy = make_policy("sia_srpt", env)
+    policy.reset()
+    view = env.view
+    jobs = np.array([0, 1])
+    cand = policy.candidates(jobs)
+    rates = policy.completion_rates(jobs, cand)
+    work = view.work_estimate[jobs]
+    expect = np.where(cand, 1.0 / (work[:, None] * view.iter_time[jobs]), 0.0)
+    np.testing.assert_allclose(rates, expect, rtol=1e-12)  # nothing done yet, nothing running
+    best, best_val = None, -1.0
+    for a, b in itertools.product([-1, *np.flatnonzero(cand[0])], [-1, *np.flatnonzero(cand[1])]):
+        used = sum(int(view.plan_count[k]) for k in (a, b) if k >= 0)
+        val = sum(rates[j, k] for j, k in enumerate((a, b)) if k >= 0)
+        if used <= 8 and val > best_val + 1e-15:
+            best, best_val = (a, b), val
+    steps = policy.plan_round()
+    chosen = {job: plan for _, job, plan in steps}
+    assert (chosen.get(0, -1), chosen.get(1, -1)) == best
+    assert view.plan_count[chosen[1]] >= (view.plan_count[chosen[0]] if 0 in chosen else 0)
+    sia = make_policy("sia", env)
+    sia.reset()
+    even = {job: int(view.plan_count[plan]) for _, job, plan in sia.plan_round()}
+    assert even == {0: 4, 1: 4}
+
+
+def test_sia_srpt_charges_a_restart_to_a_running_job_that_moves(make_job, make_env):
+    """A running job's rate on its own configuration is 1 / (remaining * iter_time); on any other it also pays
+    the simulator's restart seconds; its remaining work counts its progress up to now."""
+    env = make_env(A100_1x8, [make_job(0, 0.0, 1e7), make_job(1, 3600.0, 1e4)], queue_slots="all",
+                   running_slots="all")
+    env.reset(seed=0)
+    policy = make_policy("sia_srpt", env)
+    policy.reset()
+    env.step(policy.act(env.action_masks()))
+    view = env.view
+    while view.now < 3600.0:  # wait for job 1's arrival: job 0 has made progress since its start-up
+        env.step(0)
+    run = view.running[0]
+    assert view.now > run.progress_from
+    jobs = np.array([0])
+    cand = policy.candidates(jobs)
+    cand[0, run.plan] = True
+    done = run.done_base + (view.now - run.progress_from) * run.rate
+    remaining = view.work_estimate[0] - done
+    assert 0 < remaining < view.work_estimate[0]
+    assert policy.remaining_estimate(jobs)[0] == pytest.approx(remaining, rel=1e-12)
+    rates = policy.completion_rates(jobs, cand)[0]
+    for k in np.flatnonzero(cand[0]):
+        secs = remaining * view.iter_time[0, k] + (0.0 if k == run.plan else view.restart_seconds(0, run.plan))
+        assert rates[k] == pytest.approx(1.0 / secs, rel=1e-9)
+
+
+def test_sia_srpt_plays_a_legal_episode_and_validates():
+    assert POLICIES["sia_srpt"] is SiaSrptPolicy
+    env = gym.make("frenzy/HeteroClusterSmall-v4")
+    policy = make_policy("sia_srpt", env)
+    assert policy.objective == "completion" and policy.name == "sia_srpt"
+    m = _check_legal_episode(env, policy)
+    assert m["finished"] + m["rejected"] == m["jobs"] and m["invalid_actions"] == 0
+    with pytest.raises(ConfigError, match="objective"):
+        SiaPolicy(env, objective="jct")

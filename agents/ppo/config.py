@@ -63,8 +63,9 @@ class PPOConfig:
 
     Warm start (:mod:`agents.ppo.warmstart`): bc_episodes episodes of the teacher imitated for bc_epochs
     passes at bc_lr; 0 disables it. bc_teacher: "grow" (:class:`~agents.ppo.warmstart.GrowTeacher`, SRPT
-    starts plus grow-into-idle resizes) or "sia" (:class:`~agents.ppo.warmstart.SiaTeacher`, Sia's integer
-    program re-solved at every decision instant). bc_gpu_cap: the grow teacher's cap on GPUs as a multiple of
+    starts plus grow-into-idle resizes), "sia" (:class:`~agents.ppo.warmstart.SiaTeacher`, Sia's integer
+    program re-solved at every decision instant) or "sia_srpt" (the same with ``sia_srpt``'s objective, the
+    summed estimated completion rates). bc_gpu_cap: the grow teacher's cap on GPUs as a multiple of
     the requested count. bc_coef: weight of the teacher's cross-entropy on its own demonstrations in every
     PPO minibatch (a KL pull towards the teacher, KL(teacher || policy) up to a constant), decayed linearly
     to 0 over the first bc_decay decisions; 0 (the default) disables it. The demonstrations are collected
@@ -138,8 +139,8 @@ class PPOConfig:
             raise ConfigError(f"ppo.critic_warmup_updates must be an integer >= 0, got {self.critic_warmup_updates!r}")
         if not isinstance(self.bc_episodes, (int, np.integer)) or self.bc_episodes < 0:
             raise ConfigError(f"ppo.bc_episodes must be an integer >= 0, got {self.bc_episodes!r}")
-        if self.bc_teacher not in ("grow", "sia"):
-            raise ConfigError(f"ppo.bc_teacher must be 'grow' or 'sia', got {self.bc_teacher!r}")
+        if self.bc_teacher not in ("grow", "sia", "sia_srpt"):
+            raise ConfigError(f"ppo.bc_teacher must be 'grow', 'sia' or 'sia_srpt', got {self.bc_teacher!r}")
         if not (isinstance(self.bc_coef, (int, float)) and np.isfinite(self.bc_coef) and self.bc_coef >= 0):
             raise ConfigError(f"ppo.bc_coef must be a number >= 0, got {self.bc_coef!r}")
         if self.bc_coef > 0 and self.bc_episodes == 0:

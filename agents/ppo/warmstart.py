@@ -86,13 +86,14 @@ class SiaTeacher:
     2.63, 10.71 vs 10.74, 1.68 vs 1.97) in 4-15 s per episode instead of about a minute; on the 28 test
     workloads it is level with Sia (docs/ppo/training.md). It is a teacher, not a baseline: Sia as published
     re-plans in rounds. It drives a :class:`~baselines.sia.SiaPolicy` through its ``replan`` and
-    ``next_step``, so both stay one implementation.
+    ``next_step``, so both stay one implementation. ``objective``: :class:`~baselines.sia.SiaPolicy`'s
+    (``"completion"`` for ``sia_srpt``'s).
     """
 
-    def __init__(self, env: Any) -> None:
+    def __init__(self, env: Any, objective: str = "goodput") -> None:
         from baselines.sia import SiaPolicy
 
-        self.sia = SiaPolicy(env)
+        self.sia = SiaPolicy(env, objective=objective)
         self.env = self.sia.env
         self.reset()
 
@@ -113,8 +114,8 @@ class SiaTeacher:
 
 def make_teacher(cfg: TrainConfig, env: Any) -> Any:
     """The warm-start teacher ``cfg.ppo.bc_teacher`` names, bound to ``env``."""
-    if cfg.ppo.bc_teacher == "sia":
-        return SiaTeacher(env)
+    if cfg.ppo.bc_teacher in ("sia", "sia_srpt"):
+        return SiaTeacher(env, objective="completion" if cfg.ppo.bc_teacher == "sia_srpt" else "goodput")
     return GrowTeacher(env, cfg.ppo.bc_gpu_cap)
 
 

@@ -18,8 +18,8 @@ DEFAULT_POLICIES = ("frenzy", "asrpt", "doubling", "srpt_est", "fifo", "sjf", "p
 
 
 def default_policies() -> list[str]:
-    """The papers' baselines, srpt_est, fifo, the sjf oracle and the shipped PPO agent. ``sia`` (about ten
-    minutes per episode on the default workload: a MILP every 60 s), masked ``random`` and ``rllib`` (an
+    """The papers' baselines, srpt_est, fifo, the sjf oracle and the shipped PPO agent. ``sia`` and ``sia_srpt``
+    (about ten minutes per episode on the default workload: a MILP every 60 s), masked ``random`` and ``rllib`` (an
     RLlib checkpoint, with ``--rllib-checkpoint``) run when asked for with ``--policies``."""
     return list(DEFAULT_POLICIES)
 
@@ -33,9 +33,9 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--policies", type=csv_list, default=None,
-        help="comma list of {frenzy,asrpt,doubling,sia,srpt_est,fifo,fifo_strict,sjf,sjf_greedy,random,ppo,rllib}, "
-        f"names of --model NAME=PATH, and MODULE:ATTR (default: {','.join(DEFAULT_POLICIES)}); ppo takes its model "
-        "from --model PATH, rllib "
+        help="comma list of {frenzy,asrpt,doubling,sia,sia_srpt,srpt_est,fifo,fifo_strict,sjf,sjf_greedy,random,"
+        f"ppo,rllib}}, names of --model NAME=PATH, and MODULE:ATTR (default: {','.join(DEFAULT_POLICIES)}); ppo "
+        "takes its model from --model PATH, rllib "
         "(a policy trained with frenzy train --backend rllib) needs --rllib-checkpoint. MODULE:ATTR is your own "
         "policy: ATTR(env) must return an object with stable-baselines3's predict(obs, state=None, "
         "episode_start=None, deterministic=True, action_masks=None) (reset() optional); MODULE is imported with "
