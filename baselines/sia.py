@@ -41,8 +41,9 @@ What it does, as the paper describes it, mapped onto this environment:
 the above but the utility: it maximises the summed *estimated completion rate* ``1 / T[j, c]`` of the jobs,
 ``T[j, c] = R_j * iter_time[j, c]`` the estimated seconds job ``j`` still needs on configuration ``c`` (``R_j``
 its estimated remaining iterations, from ``view.work_estimate`` and its progress, at least
-:data:`REMAINING_FLOOR` of its estimate), plus ``view.restart_seconds`` when a running job would change
-configuration (this replaces the restart factor). A job without a configuration counts 0. Average JCT is the
+:data:`REMAINING_FLOOR` of its estimate), plus the job's restart seconds when a running job would change
+configuration. That replaces the restart factor, with the same cost: ``view.restart_seconds`` of the job on
+its current configuration, for every target. A job without a configuration counts 0. Average JCT is the
 time-integral of the number of jobs in the system, and ``1 / T`` is the rate at which a job leaves it, so this
 favours jobs close to done (shortest remaining time first) and scale-out that pays for its restart. Sia's
 objective uses no job length at all.
@@ -306,8 +307,9 @@ class SiaPolicy(ScriptedPolicy):
         return np.maximum(estimate - done, REMAINING_FLOOR * estimate)
 
     def completion_rates(self, jobs: np.ndarray, cand: np.ndarray) -> np.ndarray:
-        """(len(jobs), P): ``1 / T`` per candidate, ``T`` the estimated seconds to finish on it (plus the restart
-        for a running job that would change configuration); 0 where not a candidate."""
+        """(len(jobs), P): ``1 / T`` per candidate, ``T`` the estimated seconds to finish on it, plus, for a
+        running job that would change configuration, ``view.restart_seconds`` on its current one (the cost
+        Sia's restart factor uses); 0 where not a candidate."""
         view = self.view
         with np.errstate(invalid="ignore"):
             secs = np.where(cand, view.iter_time[jobs], np.inf) * self.remaining_estimate(jobs)[:, None]

@@ -190,7 +190,8 @@ def test_sia_srpt_maximises_summed_completion_rates(make_job, make_env):
 
 def test_sia_srpt_charges_a_restart_to_a_running_job_that_moves(make_job, make_env):
     """A running job's rate on its own configuration is 1 / (remaining * iter_time); on any other it also pays
-    the simulator's restart seconds; its remaining work counts its progress up to now."""
+    the simulator's restart seconds on its current configuration (the cost Sia's restart factor uses); its
+    remaining work counts its progress up to now."""
     env = make_env(A100_1x8, [make_job(0, 0.0, 1e7), make_job(1, 3600.0, 1e4)], queue_slots="all",
                    running_slots="all")
     env.reset(seed=0)
