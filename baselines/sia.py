@@ -297,12 +297,7 @@ class SiaPolicy(ScriptedPolicy):
         """(len(jobs),) estimated iterations each job still needs: its work estimate less its progress now
         (a running job's counted to the present), at least :data:`REMAINING_FLOOR` of the estimate."""
         view = self.view
-        done = view.done_iters[jobs].astype(np.float64)
-        running, now = view.running, view.now
-        for row, j in enumerate(jobs.tolist()):
-            run = running.get(j)
-            if run is not None:
-                done[row] = run.done_base + max(0.0, now - run.progress_from) * run.rate
+        done = np.array([view.progress(j) for j in jobs.tolist()], dtype=np.float64)
         estimate = view.work_estimate[jobs]
         return np.maximum(estimate - done, REMAINING_FLOOR * estimate)
 
@@ -374,9 +369,10 @@ class SiaPolicy(ScriptedPolicy):
 
 class SiaSrptPolicy(SiaPolicy):
     """Sia with ``objective="completion"``: its rounds, candidates, integer program and carry-out, maximising
-    the summed estimated completion rates instead of normalised goodput (see the module docstring)."""
+    the summed estimated completion rates instead of normalised goodput (see the module docstring). Takes
+    :class:`SiaPolicy`'s other keywords."""
 
     name = "sia_srpt"
 
-    def __init__(self, env: Any, objective: str = "completion", **kwargs: Any) -> None:
-        super().__init__(env, objective=objective, **kwargs)
+    def __init__(self, env: Any, **kwargs: Any) -> None:
+        super().__init__(env, objective="completion", **kwargs)

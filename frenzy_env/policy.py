@@ -134,7 +134,8 @@ class SimView:
     * ``now``; ``arrived`` (jobs whose submit time has passed: job indices ``< arrived``), ``finished``,
       ``rejected``, ``oom_failures`` (counters);
     * ``status`` (J,) int8: :data:`FUTURE`, :data:`QUEUED`, :data:`RUNNING`, :data:`DONE`, :data:`REJECTED`;
-      ``done_iters`` (J,) iterations done (running jobs: as of their last event); ``oom_known`` (J, P)
+      ``done_iters`` (J,) iterations done (running jobs: as of their last event); ``progress(job)`` the
+      iterations a job has done by now (a running job's counted to the present); ``oom_known`` (J, P)
       plans that crashed with out-of-memory; ``job_restarts`` (J,) restarts of each job;
     * ``running``: a read-only mapping job index -> :class:`RunningJob`, in start order (a resize keeps a
       job's place);
@@ -148,7 +149,7 @@ class SimView:
         "_sim", "num_jobs", "num_plans", "num_types", "jobs", "cluster", "config", "gpu_types", "plan_type",
         "plan_count", "plan_counts_levels", "max_node_gpus", "submit", "work", "work_estimate", "pred_ok",
         "layout_tp", "iter_time", "available_plans", "next_event_time", "has_pending_events", "startup_seconds",
-        "restart_seconds", "spread_iter_time",
+        "restart_seconds", "spread_iter_time", "progress",
     )
 
     if TYPE_CHECKING:
@@ -176,6 +177,7 @@ class SimView:
         def startup_seconds(self, job: int, plan: int) -> float: ...
         def restart_seconds(self, job: int, plan: int) -> float: ...
         def spread_iter_time(self, job: int, plan: int, nodes_spanned: int) -> float: ...
+        def progress(self, job: int) -> float: ...
 
     def __init__(self, sim: ClusterSimulator) -> None:
         put = object.__setattr__
@@ -184,6 +186,7 @@ class SimView:
         for name in (
             "num_jobs", "num_plans", "num_types", "jobs", "cluster", "config", "gpu_types", "available_plans",
             "next_event_time", "has_pending_events", "startup_seconds", "restart_seconds", "spread_iter_time",
+            "progress",
         ):
             put(self, name, getattr(sim, name))
         for name in (

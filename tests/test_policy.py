@@ -66,6 +66,8 @@ def test_view_follows_the_simulator(env):
     assert (view.available_plans(queued) == sim.available_plans(queued)).all()
     assert view.next_event_time() == sim.next_event_time()
     assert view.has_pending_events() == sim.has_pending_events()
+    assert [view.progress(j) for j in range(sim.num_jobs)] == [sim.progress(j) for j in range(sim.num_jobs)]
+    assert any(view.progress(j) > view.done_iters[j] for j in view.running)  # running jobs: counted to now
     for name in STATIC_ARRAYS:
         assert np.array_equal(getattr(view, name), getattr(sim, name)), name
     assert view.jobs is sim.jobs and view.cluster is sim.cluster and view.config is sim.config

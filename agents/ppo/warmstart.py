@@ -112,10 +112,14 @@ class SiaTeacher:
         return 0 if mask[0] else int(np.flatnonzero(mask)[0])
 
 
+#: ppo.bc_teacher names of SiaTeacher, with the SiaPolicy objective each re-solves
+SIA_TEACHERS = {"sia": "goodput", "sia_srpt": "completion"}
+
+
 def make_teacher(cfg: TrainConfig, env: Any) -> Any:
     """The warm-start teacher ``cfg.ppo.bc_teacher`` names, bound to ``env``."""
-    if cfg.ppo.bc_teacher in ("sia", "sia_srpt"):
-        return SiaTeacher(env, objective="completion" if cfg.ppo.bc_teacher == "sia_srpt" else "goodput")
+    if cfg.ppo.bc_teacher in SIA_TEACHERS:
+        return SiaTeacher(env, objective=SIA_TEACHERS[cfg.ppo.bc_teacher])
     return GrowTeacher(env, cfg.ppo.bc_gpu_cap)
 
 
