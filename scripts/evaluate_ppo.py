@@ -98,13 +98,15 @@ def paired_table(episodes: object, agent: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_test_split(run: Path, policies: dict, save) -> object:
+def run_test_split(run: Path, policies: dict, save, shard: tuple[int, int] = (0, 1)) -> object:
     """Every policy on the run's test workloads: synthetic seeds (one workload per seed) and fixed trace
-    windows (one seed each); returns the episodes table."""
+    windows (one seed each); returns the episodes table. ``shard`` ``(k, n)``: only the workloads whose index
+    in the split is k modulo n (n processes share the split; their episodes.csv files concatenate)."""
     import pandas as pd
 
     cfg = TrainConfig.from_dict(json.loads((run / "config.json").read_text()))
-    items = test_workloads(cfg)
+    k, n = shard
+    items = [item for i, item in enumerate(test_workloads(cfg)) if i % n == k]
     table = {name: (wl, seed) for name, wl, seed in items}
     frames = []
     for name, (wl, seed) in table.items():
@@ -144,9 +146,22 @@ def main() -> None:
     ap.add_argument(
         "--combine", type=Path, action="append", default=[], help="episodes.csv of an earlier run to include"
     )
+    ap.add_argument(
+        "--shard", default=None, metavar="K/N",
+        help="with --test-split: only the test workloads whose index is K modulo N (run N processes, K = 0..N-1, "
+        "then --combine their episodes.csv)",
+    )
     args = ap.parse_args()
     if args.test_split and args.run is None:
         ap.error("--test-split needs --run (the test split is recorded in the run's config.json)")
+    shard = (0, 1)
+    if args.shard is not None:
+        k, slash, n = args.shard.partition("/")
+        if not (slash and k.isdigit() and n.isdigit() and 0 <= int(k) < int(n)):
+            ap.error(f"--shard: expected K/N with 0 <= K < N, got {args.shard!r}")
+        if not args.test_split:
+            ap.error("--shard needs --test-split")
+        shard = (int(k), int(n))
     model = args.model or (args.run / "best_model.zip" if args.run is not None else DEFAULT_MODEL_PATH)
     args.out.mkdir(parents=True, exist_ok=True)
     models = {}
@@ -170,7 +185,7 @@ def main() -> None:
         if not policies:
             break
         if args.test_split:
-            part = run_test_split(args.run, policies, save)
+            part = run_test_split(args.run, policies, save, shard)
         else:
             _, part = evaluate(
                 lambda wl, **overrides: FrenzyEnv(cluster="frenzy-testbed", workload=wl, **overrides),

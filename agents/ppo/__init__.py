@@ -14,6 +14,7 @@ them, and saved models refer to the policy as ``agents.ppo.SlotPlanPolicy``:
 - :mod:`agents.ppo.rollout`: in-process vectorised rollouts and GAE with per-step discounts;
 - :mod:`agents.ppo.warmstart`: the behaviour-cloning warm start and the teacher pull (:class:`GrowTeacher`,
   :class:`SiaTeacher`);
+- :mod:`agents.ppo.guide`: plan guides, a planner's next step as an input of the policy (``ppo.guide``);
 - :mod:`agents.ppo.training`: :func:`train` (resumable);
 - :mod:`agents.ppo.loading`: :func:`load_policy` and the shipped :data:`DEFAULT_MODEL_PATH`.
 

@@ -70,6 +70,11 @@ class PPOConfig:
     PPO minibatch (a KL pull towards the teacher, KL(teacher || policy) up to a constant), decayed linearly
     to 0 over the first bc_decay decisions; 0 (the default) disables it. The demonstrations are collected
     also when an ``init_model`` skips the warm start.
+
+    Guide (:mod:`agents.ppo.guide`): guide None (the default) or a planner name, "sia" or "sia_srpt": the
+    planner's next step is an input of the policy, which adds a learnt bonus (initially guide_bonus) to that
+    action's logit and its type's, so it starts by carrying the plan out and PPO learns the deviations.
+    The planner runs in every rollout, validation and evaluation step (10-20 ms per decision instant).
     """
 
     learning_rate: float = 3e-4
@@ -109,6 +114,8 @@ class PPOConfig:
     bc_teacher: str = "grow"
     bc_coef: float = 0.0
     bc_decay: int = 1_000_000
+    guide: str | None = None
+    guide_bonus: float = 8.0
 
     def __post_init__(self) -> None:
         for name in ("n_steps", "batch_size", "n_epochs", "embed_dim", "context_dim", "pair_hidden", "plan_dim",
@@ -145,6 +152,10 @@ class PPOConfig:
             raise ConfigError(f"ppo.bc_coef must be a number >= 0, got {self.bc_coef!r}")
         if self.bc_coef > 0 and self.bc_episodes == 0:
             raise ConfigError(f"ppo.bc_coef {self.bc_coef!r} needs demonstrations: ppo.bc_episodes must be > 0")
+        if self.guide is not None and self.guide not in ("sia", "sia_srpt"):
+            raise ConfigError(f"ppo.guide must be None, 'sia' or 'sia_srpt', got {self.guide!r}")
+        if not (isinstance(self.guide_bonus, (int, float)) and np.isfinite(self.guide_bonus) and self.guide_bonus >= 0):
+            raise ConfigError(f"ppo.guide_bonus must be a number >= 0, got {self.guide_bonus!r}")
         if self.reference is not None and not isinstance(self.reference, str):
             raise ConfigError(f"ppo.reference must be a baseline policy name or None, got {self.reference!r}")
 

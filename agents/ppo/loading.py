@@ -20,7 +20,9 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 
-from agents.ppo.rollout import sample_actions
+from agents.ppo.distribution import greedy_actions
+from agents.ppo.guide import guide_hints, make_guide
+from agents.ppo.rollout import OBS_KEYS, policy_outputs, sample_actions
 from frenzy_env.errors import ConfigError
 from frenzy_env.observation import OBS_VERSION
 
@@ -64,6 +66,11 @@ class PPOPolicy:
     observation space (trained behind gymnasium's ``FlattenObservation``) is given the env's ``Dict``
     observations flattened (``gymnasium.spaces.flatten`` with the bound env's space, as the wrapper does);
     observations that are arrays already are passed as they are.
+
+    A guided model (its policy's ``guide``, :mod:`agents.ppo.guide`) runs its planner on the bound env: every
+    ``predict`` asks it for its next step (the hint) and acts on the policy's guided distribution; it needs
+    the env (loaded without one, it can be inspected but ``predict`` says so) and takes one observation at a
+    time.
     """
 
     name = "ppo"
@@ -84,11 +91,36 @@ class PPOPolicy:
         #: the Dict space observations are flattened from (None: the model takes them as they are)
         self.flatten_from = self.env.observation_space if flat and self.env is not None else None
         self._flat = flat
+        #: the planner a guided model was trained with (None: not guided)
+        self.guide_name = getattr(getattr(model, "policy", None), "guide", None)
+        #: that planner, bound to the env (None: not guided, or loaded without an env)
+        self.guide = make_guide(self.guide_name, self.env) if self.guide_name and self.env is not None else None
 
     def reset(self) -> None:
-        """Re-seed the sampling generator from ``seed`` and the bound env's episode seed (the policy has no
-        other state)."""
+        """Re-seed the sampling generator from ``seed`` and the bound env's episode seed, and restart a guided
+        model's planner (the policy has no other state)."""
         self._gen = _torch_generator(self.seed, getattr(self.env, "episode_seed", None))
+        if self.guide is not None:
+            self.guide.reset()
+
+    def _guided(self, observation: Any, action_masks: Any, greedy: bool) -> int:
+        """A guided model's action for one observation: the planner's hint for ``action_masks``, the guided
+        distribution, and its draw (or its greedy action)."""
+        policy = self.model.policy
+        obs_t, batched = policy.obs_to_tensor(observation)
+        if batched:
+            raise ConfigError("a guided model acts on one observation of its env at a time, got a batch")
+        mask = np.asarray(action_masks, dtype=bool).reshape(1, -1)
+        hint = guide_hints([self.guide], mask)
+        with th.no_grad():
+            logp, type_logp, _, _ = policy_outputs(
+                policy, {k: obs_t[k].float() for k in OBS_KEYS}, th.from_numpy(mask), th.from_numpy(hint)
+            )
+        if not greedy:
+            return int(sample_actions(logp, th.from_numpy(mask), self._gen)[0])
+        if type_logp is None:
+            return int(logp.argmax(-1)[0])
+        return int(greedy_actions(logp, type_logp, policy.action_type)[0])
 
     def _draw(self, observation: Any, action_masks: Any) -> tuple[np.ndarray, bool]:
         """Actions drawn from the masked distribution (the trainer's inverse-CDF draw,
@@ -120,6 +152,13 @@ class PPOPolicy:
                     "load_policy(env, path), to have Dict observations flattened"
                 )
             observation = spaces.flatten(self.flatten_from, observation)
+        if self.guide_name is not None:
+            if self.guide is None:
+                raise ConfigError(f"this model is guided by the planner {self.guide_name!r}, which reads the env: "
+                                  "load it with its env, load_policy(env, path)")
+            if action_masks is None:
+                raise ConfigError("a guided model needs the action mask (action_masks, or a bound env)")
+            return np.int64(self._guided(observation, action_masks, greedy=not self.sample and deterministic)), state
         if self.sample:
             acts, batched = self._draw(observation, action_masks)
             return (acts if batched else acts[0]), state

@@ -444,7 +444,11 @@ class SlotPlanPolicy(MaskableActorCriticPolicy):
     Extra keyword arguments: ``pair_hidden`` (width of the pair MLP), ``plan_dim`` (plan embedding width),
     ``value_hidden`` (critic width), ``resize_bias`` (initial logit offset of resize actions; negative makes
     the untrained policy rarely resize, as restarts cost time), ``factored`` (the factored masked
-    distribution of :mod:`agents.ppo.distribution`) and ``type_floor`` (its minimum share per legal type).
+    distribution of :mod:`agents.ppo.distribution`) and ``type_floor`` (its minimum share per legal type),
+    ``guide`` (None, or the name of a planner in :data:`agents.ppo.guide.GUIDES` whose next step is an input:
+    :meth:`guided` adds the learnt ``guide_bonus`` (2,) to that action's logit and to its type's logit, so
+    the policy starts by carrying the plan out and learns where to deviate) and ``guide_bonus`` (its initial
+    value).
     With ``factored``, :meth:`action_log_probs` gives the normalised log-probabilities and every SB3 entry
     point (``predict``, ``forward``, ``evaluate_actions``, ``get_distribution``) uses them.
     """
@@ -458,11 +462,14 @@ class SlotPlanPolicy(MaskableActorCriticPolicy):
         resize_bias: float = -2.0,
         factored: bool = False,
         type_floor: float = 0.0,
+        guide: str | None = None,
+        guide_bonus: float = 8.0,
         **kwargs: Any,
     ) -> None:
         self.pair_hidden, self.plan_dim, self.value_hidden = pair_hidden, plan_dim, value_hidden
         self.resize_bias = resize_bias
         self.factored, self.type_floor = bool(factored), float(type_floor)
+        self.guide, self.guide_bonus_init = guide, float(guide_bonus)
         kwargs.setdefault("features_extractor_class", SlotSetExtractor)
         super().__init__(*args, **kwargs)
 
@@ -484,6 +491,8 @@ class SlotPlanPolicy(MaskableActorCriticPolicy):
 
     def _build(self, lr_schedule: Any) -> None:
         self._build_mlp_extractor()
+        if self.guide is not None:  # (action bonus, type bonus) of the guide's next step
+            self.guide_bonus = nn.Parameter(th.full((2,), self.guide_bonus_init))
         self.action_net = nn.Identity()  # the head already emits logits in the action layout
         self.value_net = nn.Linear(self.mlp_extractor.latent_dim_vf, 1)
         if self.ortho_init:
@@ -521,8 +530,25 @@ class SlotPlanPolicy(MaskableActorCriticPolicy):
             resize_bias=self.resize_bias,
             factored=self.factored,
             type_floor=self.type_floor,
+            guide=self.guide,
+            guide_bonus=self.guide_bonus_init,
         )
         return data
+
+    def guided(self, latent_pi: th.Tensor, hint: th.Tensor | None) -> th.Tensor:
+        """The actor latent with the guide's bonus: ``guide_bonus[0]`` added to the logit of each row's hinted
+        action ``hint`` (B,) and, when factored, ``guide_bonus[1]`` to the logit of its type. Unchanged
+        without a guide or a hint."""
+        if self.guide is None or hint is None:
+            return latent_pi
+        n = self.action_space.n
+        hint = th.as_tensor(hint, dtype=th.long, device=latent_pi.device).reshape(-1)
+        onehot = th.nn.functional.one_hot(hint, latent_pi.shape[-1]).to(latent_pi.dtype) * self.guide_bonus[0]
+        if self.factored:
+            type_col = n + self.action_type[hint]
+            onehot = onehot + th.nn.functional.one_hot(type_col, latent_pi.shape[-1]).to(latent_pi.dtype) * \
+                self.guide_bonus[1]
+        return latent_pi + onehot
 
     # ------------------------------------------------------------------ the factored distribution
     def action_log_probs(self, latent_pi: th.Tensor, action_masks: Any) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
@@ -585,20 +611,24 @@ def policy_kwargs_for(env: Any, ppo: PPOConfig) -> dict[str, Any]:
         "resize_bias": ppo.resize_bias,
         "factored": ppo.factored,
         "type_floor": ppo.type_floor,
+        "guide": ppo.guide,
+        "guide_bonus": ppo.guide_bonus,
     }
 
 
 
 
 def load_growing(policy: nn.Module, saved: dict[str, th.Tensor]) -> list[str]:
-    """Load ``saved`` (a model's state dict) into ``policy``, which may have modules the saved model lacks:
-    the ``_demand`` modules of ``type_demand``. Those are set to 0, so ``policy`` computes exactly what the
-    saved model did until they learn. Returns their parameter names (empty when the state dicts match).
-    Raises RuntimeError (torch's message) when anything else differs: a missing or unexpected parameter, or
-    a shape."""
+    """Load ``saved`` (a model's state dict) into ``policy``, which may have parameters the saved model lacks:
+    the ``_demand`` modules of ``type_demand``, set to 0 so ``policy`` computes exactly what the saved model
+    did until they learn, and a guide's ``guide_bonus``, which keeps its initial value (the policy then
+    carries the guide's plan out). Returns their names (empty when the state dicts match). Raises
+    RuntimeError (torch's message) when anything else differs: a missing or unexpected parameter, or a
+    shape."""
     now = policy.state_dict()
     missing = [k for k in now if k not in saved]
-    if any("_demand." not in k for k in missing) or any(k not in now for k in saved):
+    if any("_demand." not in k and k != "guide_bonus" for k in missing) or any(k not in now for k in saved):
         policy.load_state_dict(saved)  # strict: raises with torch's list of what differs
-    policy.load_state_dict({**saved, **{k: th.zeros_like(now[k]) for k in missing}})
+    fill = {k: now[k] if k == "guide_bonus" else th.zeros_like(now[k]) for k in missing}
+    policy.load_state_dict({**saved, **fill})
     return missing

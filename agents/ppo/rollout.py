@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import torch as th
 
+from agents.ppo.guide import guide_hints
+
 #: observation keys the network reads (the mask travels separately, as bool)
 OBS_KEYS = ("queue", "running", "gpus", "nodes", "globals")
 
@@ -83,16 +85,18 @@ def obs_tensors(obs: dict[str, np.ndarray]) -> dict[str, th.Tensor]:
 
 
 def policy_outputs(
-    policy: Any, obs: dict[str, th.Tensor], mask: th.Tensor
+    policy: Any, obs: dict[str, th.Tensor], mask: th.Tensor, hint: Any = None
 ) -> tuple[th.Tensor, Any, th.Tensor, th.Tensor]:
     """``(logp (B, A), type_logp (B, 4) or None, entropy (B,), values (B,))`` of a
     :class:`~agents.ppo.network.SlotPlanPolicy`: normalised log-probabilities of the (factored or flat) masked
-    distribution."""
+    distribution. ``hint`` (B,): a guided policy's guide actions (:mod:`agents.ppo.guide`); None: no bonus."""
     from agents.ppo.distribution import ILLEGAL_LOGP, entropy
 
     e = policy.features_extractor.encode(obs)  # the named pieces directly: no flat concat and split
     head = policy.mlp_extractor
     latent_pi = head.actor(e)
+    if hint is not None:
+        latent_pi = policy.guided(latent_pi, hint)
     values = policy.value_net(head.critic(e)).squeeze(-1)
     if policy.factored:
         logp, type_logp, ent = policy.action_log_probs(latent_pi, mask)
@@ -124,12 +128,14 @@ class VecRollout:
 
     ``collect(policy, n_steps)`` fills and returns a buffer dict: obs (key -> (T, N, ...)), masks (T, N, A),
     actions, logp, values, rewards, discounts, elapsed (simulated seconds of the step), dones (T, N),
-    last_values (N,); finished episodes' metrics go to :attr:`episodes`.
+    last_values (N,), and with ``guides`` (one :mod:`agents.ppo.guide` planner per env) hints (T, N); finished
+    episodes' metrics go to :attr:`episodes`.
     """
 
     def __init__(self, envs: list[Any], shaper: Any, seed_rng: np.random.Generator, num_workloads: int,
-                 horizon_s: float | None, seed_offset: int = 0, start: bool = True) -> None:
-        self.envs, self.shaper, self.rng = envs, shaper, seed_rng
+                 horizon_s: float | None, seed_offset: int = 0, start: bool = True,
+                 guides: list[Any] | None = None) -> None:
+        self.envs, self.shaper, self.rng, self.guides = envs, shaper, seed_rng, guides
         self.num_workloads, self.horizon_s, self.seed_offset = int(num_workloads), horizon_s, int(seed_offset)
         self.episodes: list[dict[str, float]] = []
         self.obs: list[dict[str, np.ndarray]] = [{} for _ in envs]
@@ -142,6 +148,8 @@ class VecRollout:
         seed = self.seed_offset + int(self.rng.integers(self.num_workloads))
         env = self.envs[i]
         obs, info = env.reset(seed=seed)
+        if self.guides is not None:
+            self.guides[i].reset()
         self.obs[i] = obs
         self.time[i] = info["time"]
         self.shaper.start(i, seed, info["time"], env.unwrapped.sim.num_jobs)
@@ -158,15 +166,19 @@ class VecRollout:
         masks = np.empty((n_steps, n, a_n), dtype=bool)
         actions = np.empty((n_steps, n), dtype=np.int64)
         logps, values, rewards, discounts, elapsed, dones = (np.empty((n_steps, n)) for _ in range(6))
+        hints = np.zeros((n_steps, n), dtype=np.int64) if self.guides is not None else None
         for t in range(n_steps):
             for i in range(n):
                 o = self.obs[i]
                 for k in OBS_KEYS:
                     buf_obs[k][t, i] = o[k]
                 masks[t, i] = envs[i].unwrapped.action_masks()
+            hint = guide_hints(self.guides, masks[t])
+            if hints is not None:
+                hints[t] = hint
             with th.no_grad():
                 logp, _, _, v = policy_outputs(policy, obs_tensors({k: buf_obs[k][t] for k in OBS_KEYS}),
-                                            th.from_numpy(masks[t]))
+                                            th.from_numpy(masks[t]), None if hint is None else th.from_numpy(hint))
                 a = sample_actions(logp, th.from_numpy(masks[t]))
             act = a.numpy()
             actions[t] = act
@@ -193,5 +205,5 @@ class VecRollout:
         return {
             "obs": buf_obs, "masks": masks, "actions": actions, "logp": logps, "values": values,
             "rewards": rewards, "discounts": discounts, "elapsed": elapsed, "dones": dones,
-            "last_values": last_v.numpy(),
+            "last_values": last_v.numpy(), "hints": hints,
         }

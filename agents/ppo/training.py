@@ -31,6 +31,7 @@ import torch as th
 
 from agents.ppo.config import TrainConfig
 from agents.ppo.distribution import entropy, greedy_actions, within_type_entropy
+from agents.ppo.guide import guide_hints, make_guide
 from agents.ppo.network import SlotPlanPolicy, policy_kwargs_for
 from agents.ppo.reference import ReferenceCache, RewardShaper, run_reference
 from agents.ppo.rollout import (
@@ -205,13 +206,19 @@ class Validator:
         sample = self.cfg.validation_samples > 0
         gen = th.Generator().manual_seed(self.cfg.seed + 7919)
         obs = [e.reset(seed=s)[0] for e, s in zip(self.envs, self.seeds)]
+        guide = getattr(policy, "guide", None)
+        guides = [make_guide(guide, e) for e in self.envs] if guide is not None else None
         active = list(range(len(self.envs)))
         jct = np.zeros(len(self.envs))
         while active:
             batch = {k: np.stack([obs[i][k] for i in active]) for k in OBS_KEYS}
-            mask = th.from_numpy(np.stack([self.envs[i].action_masks() for i in active]))
+            mask_np = np.stack([self.envs[i].action_masks() for i in active])
+            mask = th.from_numpy(mask_np)
+            hint = guide_hints(None if guides is None else [guides[i] for i in active], mask_np)
             with th.no_grad():
-                logp, type_logp, _, _ = policy_outputs(policy, obs_tensors(batch), mask)
+                logp, type_logp, _, _ = policy_outputs(
+                    policy, obs_tensors(batch), mask, None if hint is None else th.from_numpy(hint)
+                )
                 if sample:
                     acts = sample_actions(logp, mask, gen)
                 elif type_logp is None:
@@ -246,6 +253,7 @@ def ppo_update(policy: Any, opt: Any, buf: dict[str, Any], adv: np.ndarray, ret:
     old_logp = th.as_tensor(flat(buf["logp"]), dtype=th.float32)
     adv_t = th.as_tensor(flat(adv), dtype=th.float32)
     ret_t = th.as_tensor(flat(ret), dtype=th.float32)
+    hints = th.from_numpy(flat(buf["hints"])) if buf.get("hints") is not None else None
     weight = th.as_tensor(flat(instant_weights(buf["elapsed"], buf["dones"])), dtype=th.float32) \
         if p.instant_weighting else None
     stats: dict[str, list[float]] = {
@@ -261,7 +269,7 @@ def ppo_update(policy: Any, opt: Any, buf: dict[str, Any], adv: np.ndarray, ret:
         for i in range(0, n - p.batch_size + 1, p.batch_size):
             idx = perm[i : i + p.batch_size]
             logp, type_logp, ent_rows, values = policy_outputs(
-                policy, {k: v[idx] for k, v in obs.items()}, masks[idx]
+                policy, {k: v[idx] for k, v in obs.items()}, masks[idx], None if hints is None else hints[idx]
             )
             new_logp = logp.gather(1, actions[idx, None]).squeeze(-1)
             a = adv_t[idx]
@@ -380,7 +388,10 @@ def train(
         seed_rng = np.random.default_rng()
         seed_rng.bit_generator.state = state["seed_rng"]
         envs = pickle.loads(state["envs"])
-        rollout = VecRollout(envs, shaper, seed_rng, cfg.train_workloads, horizon_s, start=False)
+        guides = None
+        if isinstance(envs, tuple):  # (envs, guides) of a guided run, pickled together (guides hold their envs)
+            envs, guides = envs
+        rollout = VecRollout(envs, shaper, seed_rng, cfg.train_workloads, horizon_s, start=False, guides=guides)
         rollout.episodes = state["episodes"]
         rollout.restore(state["obs"], state["time"])
         for i, e in enumerate(envs):  # the reference curves are deterministic: recompute the ones in use
@@ -423,7 +434,9 @@ def train(
             model.save(out / "bc_model.zip")
             opt = policy.optimizer = policy.optimizer_class(policy.parameters(), lr=p.learning_rate)
         envs = [make_env(cfg, gen) for _ in range(cfg.n_envs)]
-        rollout = VecRollout(envs, shaper, np.random.default_rng(cfg.seed), cfg.train_workloads, horizon_s)
+        guides = [make_guide(p.guide, e) for e in envs] if p.guide is not None else None
+        rollout = VecRollout(envs, shaper, np.random.default_rng(cfg.seed), cfg.train_workloads, horizon_s,
+                             guides=guides)
         steps, updates, rows, best, wall_before = 0, 0, [], float("inf"), 0.0
         upd_gen = th.Generator().manual_seed(cfg.seed)
     validator = Validator(cfg)
@@ -448,7 +461,8 @@ def train(
         state = {
             "policy": policy.state_dict(), "optimizer": opt.state_dict(), "torch_rng": th.get_rng_state(),
             "update_rng": upd_gen.get_state(), "seed_rng": rollout.rng.bit_generator.state,
-            "envs": pickle.dumps(rollout.envs), "obs": rollout.obs, "time": rollout.time,
+            "envs": pickle.dumps(rollout.envs if rollout.guides is None else (rollout.envs, rollout.guides)),
+            "obs": rollout.obs, "time": rollout.time,
             "shaper": shaper.state(), "episodes": rollout.episodes, "steps": steps, "updates": updates,
             "curve": rows, "best": best, "wall_s": wall_before + time.time() - t_start, "info": info,
         }

@@ -511,39 +511,44 @@ def bench_scaling(cfg: BenchConfig, res: Results, log: Callable[[str], None]) ->
 #: PPO training runs of the ``train`` section per mode: (decisions per env per rollout, updates); the rest of
 #: the configuration is the shipped one (:class:`agents.ppo.TrainConfig`'s defaults)
 TRAIN_RUNS = {"quick": (32, 2), "default": (1024, 3), "full": (1024, 6)}
+#: the same for the guided recipe (``ppo.guide = "sia_srpt"``: the planner runs at every decision, so fewer)
+GUIDED_TRAIN_RUNS = {"quick": (8, 1), "default": (64, 2), "full": (256, 2)}
 
 
 def bench_train(cfg: BenchConfig, res: Results, log: Callable[[str], None]) -> None:
-    """End-to-end PPO training throughput with the shipped configuration (16 in-process envs, the reference
-    runs of new workloads, rollouts and updates; the warm start and validations left out): decisions per
-    second of wall time over the run's updates. agents.ppo is imported here only (it lives outside the
-    package)."""
+    """End-to-end PPO training throughput (16 in-process envs, the reference runs of new workloads, rollouts
+    and updates; the warm start and validations left out): decisions per second of wall time over the run's
+    updates, with :class:`agents.ppo.TrainConfig`'s defaults and with the guided recipe the shipped model was
+    trained with (``ppo.guide = "sia_srpt"``: its planner solves an integer program at every decision
+    instant). agents.ppo is imported here only (it lives outside the package)."""
     import dataclasses
     import json
     import tempfile
 
     from agents.ppo import TrainConfig, train
 
-    n_steps, updates = TRAIN_RUNS.get(cfg.mode, TRAIN_RUNS["default"])
     shipped = TrainConfig()
-    with tempfile.TemporaryDirectory() as tmp:
-        tc = dataclasses.replace(
-            shipped, timesteps=updates * n_steps * shipped.n_envs, eval_freq=10**12, out_dir=tmp, progress=False,
-            validation_episodes=1, validation_jobs=20,
-            ppo=dataclasses.replace(shipped.ppo, n_steps=n_steps, bc_episodes=0,
-                                    batch_size=min(shipped.ppo.batch_size, n_steps * shipped.n_envs)),
-        )
-        train(tc)
-        lines = [json.loads(x) for x in (Path(tmp) / "updates.jsonl").read_text().splitlines()]
-    decisions = updates * n_steps * shipped.n_envs
-    wall = sum(x["rollout_s"] + x["update_s"] for x in lines)
-    rollout = sum(x["rollout_s"] for x in lines)
-    case = f"{shipped.n_envs} envs x {n_steps} decisions, {updates} updates"
-    res.add("train", case, "decisions_per_s", decisions / wall, "1/s")
-    res.add("train", case, "rollout_decisions_per_s", decisions / rollout, "1/s")
-    res.add("train", case, "reference_runs", float(lines[-1]["reference_runs"]), "")
-    log(f"  ppo training: {decisions / wall:,.0f} decisions/s ({case}; rollouts alone {decisions / rollout:,.0f}/s, "
-        f"{lines[-1]['reference_runs']} reference runs; torch threads {shipped.threads})")
+    for label, runs, guide in (("ppo training", TRAIN_RUNS, None),
+                               ("ppo training guided by sia_srpt", GUIDED_TRAIN_RUNS, "sia_srpt")):
+        n_steps, updates = runs.get(cfg.mode, runs["default"])
+        with tempfile.TemporaryDirectory() as tmp:
+            tc = dataclasses.replace(
+                shipped, timesteps=updates * n_steps * shipped.n_envs, eval_freq=10**12, out_dir=tmp, progress=False,
+                validation_episodes=1, validation_jobs=20,
+                ppo=dataclasses.replace(shipped.ppo, n_steps=n_steps, bc_episodes=0, guide=guide,
+                                        batch_size=min(shipped.ppo.batch_size, n_steps * shipped.n_envs)),
+            )
+            train(tc)
+            lines = [json.loads(x) for x in (Path(tmp) / "updates.jsonl").read_text().splitlines()]
+        decisions = updates * n_steps * shipped.n_envs
+        wall = sum(x["rollout_s"] + x["update_s"] for x in lines)
+        rollout = sum(x["rollout_s"] for x in lines)
+        case = f"{'guided, ' if guide else ''}{shipped.n_envs} envs x {n_steps} decisions, {updates} updates"
+        res.add("train", case, "decisions_per_s", decisions / wall, "1/s")
+        res.add("train", case, "rollout_decisions_per_s", decisions / rollout, "1/s")
+        res.add("train", case, "reference_runs", float(lines[-1]["reference_runs"]), "")
+        log(f"  {label}: {decisions / wall:,.0f} decisions/s ({case}; rollouts alone {decisions / rollout:,.0f}/s, "
+            f"{lines[-1]['reference_runs']} reference runs; torch threads {shipped.threads})")
 
 
 def run_benchmark(

@@ -145,6 +145,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--ent-coef", type=float, default=None, help="entropy bonus (0.002; both backends)")
     p.add_argument("--bc-episodes", type=int, default=None, help="warm-start teacher episodes (default 40; 0: none)")
     p.add_argument(
+        "--guide", choices=("sia", "sia_srpt"), default=None,
+        help="a planner whose next step the policy reads, with a learnt bonus on it (default: none; "
+        "docs/ppo/mdp.md)",
+    )
+    p.add_argument(
         "--threads", type=positive_int, default=None,
         help="torch threads (default 1: with more, spinning threads on busy shared cores slow training tenfold)",
     )
@@ -187,7 +192,7 @@ _TOP = {
     "threads": "threads",
     "train_workloads": "train_workloads",
 }
-_PPO = ("n_steps", "n_epochs", "batch_size", "learning_rate", "ent_coef", "bc_episodes", "horizon_h")
+_PPO = ("n_steps", "n_epochs", "batch_size", "learning_rate", "ent_coef", "bc_episodes", "horizon_h", "guide")
 
 #: ``--quick``: a smoke run of seconds (tiny synthetic workloads, two updates of 4 x 64 decisions)
 QUICK = {
@@ -259,6 +264,7 @@ _SB3_ONLY = {
     "horizon_h": "--horizon-h",
     "train_workloads": "--train-workloads",
     "bc_episodes": "--bc-episodes",
+    "guide": "--guide",
     "threads": "--threads",
     "verbose": "--verbose",
 }
