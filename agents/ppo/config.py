@@ -17,6 +17,10 @@ import numpy as np
 
 from frenzy_env.errors import ConfigError
 
+#: names of :class:`~agents.ppo.warmstart.SiaTeacher` (``ppo.bc_teacher``, ``ppo.guide``) and the
+#: :class:`~baselines.sia.SiaPolicy` objective each re-solves
+SIA_TEACHERS = {"sia": "goodput", "sia_srpt": "completion"}
+
 # Seed ranges that keep training, validation and test workloads apart.
 TRAIN_SEEDS = (0, 500)  # training workloads draw their seeds in [0, 500)
 VALIDATION_SEEDS = (500, 1000)  # the evaluation callback uses seeds 500, 501, ...
@@ -146,13 +150,13 @@ class PPOConfig:
             raise ConfigError(f"ppo.critic_warmup_updates must be an integer >= 0, got {self.critic_warmup_updates!r}")
         if not isinstance(self.bc_episodes, (int, np.integer)) or self.bc_episodes < 0:
             raise ConfigError(f"ppo.bc_episodes must be an integer >= 0, got {self.bc_episodes!r}")
-        if self.bc_teacher not in ("grow", "sia", "sia_srpt"):
+        if self.bc_teacher != "grow" and self.bc_teacher not in SIA_TEACHERS:
             raise ConfigError(f"ppo.bc_teacher must be 'grow', 'sia' or 'sia_srpt', got {self.bc_teacher!r}")
         if not (isinstance(self.bc_coef, (int, float)) and np.isfinite(self.bc_coef) and self.bc_coef >= 0):
             raise ConfigError(f"ppo.bc_coef must be a number >= 0, got {self.bc_coef!r}")
         if self.bc_coef > 0 and self.bc_episodes == 0:
             raise ConfigError(f"ppo.bc_coef {self.bc_coef!r} needs demonstrations: ppo.bc_episodes must be > 0")
-        if self.guide is not None and self.guide not in ("sia", "sia_srpt"):
+        if self.guide is not None and self.guide not in SIA_TEACHERS:
             raise ConfigError(f"ppo.guide must be None, 'sia' or 'sia_srpt', got {self.guide!r}")
         if not (isinstance(self.guide_bonus, (int, float)) and np.isfinite(self.guide_bonus) and self.guide_bonus >= 0):
             raise ConfigError(f"ppo.guide_bonus must be a number >= 0, got {self.guide_bonus!r}")

@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from agents.ppo.warmstart import SIA_TEACHERS, SiaTeacher
+from agents.ppo.config import SIA_TEACHERS
+from agents.ppo.warmstart import SiaTeacher
 
 #: guide names (``ppo.guide``, a guided model's ``guide``) and the planner objective each re-solves
 GUIDES = SIA_TEACHERS

@@ -541,14 +541,13 @@ class SlotPlanPolicy(MaskableActorCriticPolicy):
         without a guide or a hint."""
         if self.guide is None or hint is None:
             return latent_pi
-        n = self.action_space.n
         hint = th.as_tensor(hint, dtype=th.long, device=latent_pi.device).reshape(-1)
-        onehot = th.nn.functional.one_hot(hint, latent_pi.shape[-1]).to(latent_pi.dtype) * self.guide_bonus[0]
-        if self.factored:
-            type_col = n + self.action_type[hint]
-            onehot = onehot + th.nn.functional.one_hot(type_col, latent_pi.shape[-1]).to(latent_pi.dtype) * \
-                self.guide_bonus[1]
-        return latent_pi + onehot
+        rows = th.arange(len(hint), device=latent_pi.device)
+        out = latent_pi.index_put((rows, hint), self.guide_bonus[0].expand(len(hint)), accumulate=True)
+        if self.factored:  # the type logits follow the action logits
+            cols = self.action_space.n + self.action_type[hint]
+            out = out.index_put((rows, cols), self.guide_bonus[1].expand(len(hint)), accumulate=True)
+        return out
 
     # ------------------------------------------------------------------ the factored distribution
     def action_log_probs(self, latent_pi: th.Tensor, action_masks: Any) -> tuple[th.Tensor, th.Tensor, th.Tensor]:

@@ -12,7 +12,7 @@ import numpy as np
 import torch as th
 from torch import nn
 
-from agents.ppo.config import TrainConfig
+from agents.ppo.config import SIA_TEACHERS, TrainConfig
 
 
 class SrptTeacher:
@@ -110,10 +110,6 @@ class SiaTeacher:
         if action is not None:
             return action
         return 0 if mask[0] else int(np.flatnonzero(mask)[0])
-
-
-#: ppo.bc_teacher names of SiaTeacher, with the SiaPolicy objective each re-solves
-SIA_TEACHERS = {"sia": "goodput", "sia_srpt": "completion"}
 
 
 def make_teacher(cfg: TrainConfig, env: Any) -> Any:

@@ -518,9 +518,9 @@ GUIDED_TRAIN_RUNS = {"quick": (8, 1), "default": (64, 2), "full": (256, 2)}
 def bench_train(cfg: BenchConfig, res: Results, log: Callable[[str], None]) -> None:
     """End-to-end PPO training throughput (16 in-process envs, the reference runs of new workloads, rollouts
     and updates; the warm start and validations left out): decisions per second of wall time over the run's
-    updates, with :class:`agents.ppo.TrainConfig`'s defaults and with the guided recipe the shipped model was
-    trained with (``ppo.guide = "sia_srpt"``: its planner solves an integer program at every decision
-    instant). agents.ppo is imported here only (it lives outside the package)."""
+    updates, with :class:`agents.ppo.TrainConfig`'s defaults and with them guided by ``sia_srpt``
+    (``ppo.guide = "sia_srpt"``: its planner solves an integer program at every decision instant).
+    agents.ppo is imported here only (it lives outside the package)."""
     import dataclasses
     import json
     import tempfile
