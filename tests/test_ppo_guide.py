@@ -134,3 +134,48 @@ def test_frenzy_train_guide_flag(tmp_path, capsys):
     assert "invalid choice: 'fifo'" in capsys.readouterr().err
     assert main(["train", "--backend", "rllib", "--guide", "sia", "--out", str(tmp_path / "r")]) == 2
     assert "--guide" in capsys.readouterr().err
+
+
+def test_gated_mixture_by_hand(tmp_path):
+    """guide_gate: pi(a) = (1 - d) [a = hint] + d q(a), d = sigmoid(gate bias) at first (the gate's weights
+    start at 0); normalised, the entropy that of pi, and the gate learns from the log-probability of the
+    action taken."""
+    env = FrenzyEnv(workload="synthetic-small")
+    policy = _container(_cfg(tmp_path, guide_gate=0.2), env).policy
+    assert not hasattr(policy, "guide_bonus")
+    n = env.action_space.n
+    types = policy.action_type
+    q = th.full((1, n), -1e8)
+    legal = [0, env.first_start, env.first_start + 1]  # wait and two starts
+    q[0, legal] = th.log(th.tensor([0.5, 0.3, 0.2]))
+    type_q = th.full((1, 4), -1e8)
+    type_q[0, [0, 2]] = th.log(th.tensor([0.5, 0.5]))
+    ctx = th.randn(1, policy.features_extractor.c)
+    hint = th.tensor([env.first_start + 1])
+    logp, type_logp, ent = policy.gated(q, type_q, ctx, hint)
+    want = th.tensor([0.2 * 0.5, 0.2 * 0.3, 0.8 + 0.2 * 0.2])
+    assert th.allclose(th.exp(logp[0, legal]), want, atol=1e-6)
+    assert float(th.exp(logp.detach()).sum()) == pytest.approx(1.0, abs=1e-6)
+    assert th.allclose(th.exp(type_logp[0, [0, 2]]), th.tensor([0.1, 0.9]), atol=1e-6)
+    assert float(ent[0]) == pytest.approx(float(-(want * th.log(want)).sum()), rel=1e-5)
+    assert int(types[hint]) == 2
+    logp[0, env.first_start].backward()  # a deviation: d log(d q) / d (gate logit of starts) = 1 - d
+    assert float(policy.gate.bias.grad[2]) == pytest.approx(0.8, abs=1e-6)
+    assert float(policy.gate.bias.grad.abs().sum()) == pytest.approx(0.8, abs=1e-6)  # only the hint's type
+
+
+def test_a_gated_policy_trains_and_plays_and_loads_an_unguided_model(tmp_path):
+    env = FrenzyEnv(workload="synthetic-small")
+    plain = _container(dataclasses.replace(_cfg(tmp_path), ppo=PPOConfig(bc_episodes=0)), env).policy
+    gated = _container(_cfg(tmp_path, guide_gate=0.05), env).policy
+    assert load_growing(gated, plain.state_dict()) == ["gate.weight", "gate.bias"]
+    assert th.allclose(th.sigmoid(gated.gate.bias.detach()), th.full((4,), 0.05))
+    with pytest.raises(ConfigError, match="ppo.guide_gate"):
+        PPOConfig(guide_gate=0.05)  # no guide
+    with pytest.raises(ConfigError, match="ppo.guide_gate"):
+        PPOConfig(guide="sia_srpt", guide_gate=1.0)
+    out = train(_cfg(tmp_path, "gate", guide_gate=0.3))
+    lines = [json.loads(x) for x in (out / "updates.jsonl").read_text().splitlines()]
+    assert all(0.0 < x["off_plan"] < 1.0 for x in lines)  # it leaves the plan, and mostly follows it
+    result = run_episode(env, load_policy(env, out / "model.zip"), seed=1001)
+    assert result.metrics["invalid_actions"] == 0

@@ -78,6 +78,9 @@ class PPOConfig:
     Guide (:mod:`agents.ppo.guide`): guide None (the default) or a planner name, "sia" or "sia_srpt": the
     planner's next step is an input of the policy, which adds a learnt bonus (initially guide_bonus) to that
     action's logit and its type's, so it starts by carrying the plan out and PPO learns the deviations.
+    guide_gate (None: the bonus) instead makes the policy a mixture: with probability ``1 - d`` the hint,
+    with ``d`` a draw from the network's own distribution, ``d`` a learnt gate of the state and the hint's
+    action type that starts at guide_gate (:meth:`agents.ppo.network.SlotPlanPolicy.gated`).
     The planner runs in every rollout, validation and evaluation step (10-20 ms per decision instant).
     """
 
@@ -120,6 +123,7 @@ class PPOConfig:
     bc_decay: int = 1_000_000
     guide: str | None = None
     guide_bonus: float = 8.0
+    guide_gate: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("n_steps", "batch_size", "n_epochs", "embed_dim", "context_dim", "pair_hidden", "plan_dim",
@@ -160,6 +164,11 @@ class PPOConfig:
             raise ConfigError(f"ppo.guide must be None, 'sia' or 'sia_srpt', got {self.guide!r}")
         if not (isinstance(self.guide_bonus, (int, float)) and np.isfinite(self.guide_bonus) and self.guide_bonus >= 0):
             raise ConfigError(f"ppo.guide_bonus must be a number >= 0, got {self.guide_bonus!r}")
+        if self.guide_gate is not None:
+            if not (isinstance(self.guide_gate, (int, float)) and 0 < self.guide_gate < 1):
+                raise ConfigError(f"ppo.guide_gate must be a probability in (0, 1) or None, got {self.guide_gate!r}")
+            if self.guide is None:
+                raise ConfigError("ppo.guide_gate needs ppo.guide (the planner whose hint the gate follows)")
         if self.reference is not None and not isinstance(self.reference, str):
             raise ConfigError(f"ppo.reference must be a baseline policy name or None, got {self.reference!r}")
 

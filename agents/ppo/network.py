@@ -42,7 +42,13 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
 from agents.ppo.config import PPOConfig
-from agents.ppo.distribution import NUM_TYPES, action_types, factored_distribution, factored_log_probs
+from agents.ppo.distribution import (
+    ILLEGAL_LOGP,
+    NUM_TYPES,
+    action_types,
+    factored_distribution,
+    factored_log_probs,
+)
 from frenzy_env.errors import ConfigError
 from frenzy_env.observation import QUEUE_FEATURES, RUNNING_FEATURES
 
@@ -448,7 +454,8 @@ class SlotPlanPolicy(MaskableActorCriticPolicy):
     ``guide`` (None, or the name of a planner in :data:`agents.ppo.guide.GUIDES` whose next step is an input:
     :meth:`guided` adds the learnt ``guide_bonus`` (2,) to that action's logit and to its type's logit, so
     the policy starts by carrying the plan out and learns where to deviate) and ``guide_bonus`` (its initial
-    value).
+    value); ``guide_gate`` (None: the bonus) makes a guided policy the mixture of :meth:`gated` instead, its
+    gate starting at that deviation probability.
     With ``factored``, :meth:`action_log_probs` gives the normalised log-probabilities and every SB3 entry
     point (``predict``, ``forward``, ``evaluate_actions``, ``get_distribution``) uses them.
     """
@@ -464,12 +471,14 @@ class SlotPlanPolicy(MaskableActorCriticPolicy):
         type_floor: float = 0.0,
         guide: str | None = None,
         guide_bonus: float = 8.0,
+        guide_gate: float | None = None,
         **kwargs: Any,
     ) -> None:
         self.pair_hidden, self.plan_dim, self.value_hidden = pair_hidden, plan_dim, value_hidden
         self.resize_bias = resize_bias
         self.factored, self.type_floor = bool(factored), float(type_floor)
         self.guide, self.guide_bonus_init = guide, float(guide_bonus)
+        self.guide_gate = None if guide_gate is None else float(guide_gate)
         kwargs.setdefault("features_extractor_class", SlotSetExtractor)
         super().__init__(*args, **kwargs)
 
@@ -491,8 +500,12 @@ class SlotPlanPolicy(MaskableActorCriticPolicy):
 
     def _build(self, lr_schedule: Any) -> None:
         self._build_mlp_extractor()
-        if self.guide is not None:  # (action bonus, type bonus) of the guide's next step
+        if self.guide is not None and self.guide_gate is None:  # (action bonus, type bonus) of the next step
             self.guide_bonus = nn.Parameter(th.full((2,), self.guide_bonus_init))
+        elif self.guide is not None:  # deviation logit per hinted action type, from the context
+            self.gate = nn.Linear(self.features_extractor.c, NUM_TYPES)
+            nn.init.zeros_(self.gate.weight)  # every state starts at guide_gate
+            nn.init.constant_(self.gate.bias, math.log(self.guide_gate / (1.0 - self.guide_gate)))
         self.action_net = nn.Identity()  # the head already emits logits in the action layout
         self.value_net = nn.Linear(self.mlp_extractor.latent_dim_vf, 1)
         if self.ortho_init:
@@ -532,6 +545,7 @@ class SlotPlanPolicy(MaskableActorCriticPolicy):
             type_floor=self.type_floor,
             guide=self.guide,
             guide_bonus=self.guide_bonus_init,
+            guide_gate=self.guide_gate,
         )
         return data
 
@@ -539,7 +553,7 @@ class SlotPlanPolicy(MaskableActorCriticPolicy):
         """The actor latent with the guide's bonus: ``guide_bonus[0]`` added to the logit of each row's hinted
         action ``hint`` (B,) and, when factored, ``guide_bonus[1]`` to the logit of its type. Unchanged
         without a guide or a hint."""
-        if self.guide is None or hint is None:
+        if self.guide is None or hint is None or self.guide_gate is not None:
             return latent_pi
         hint = th.as_tensor(hint, dtype=th.long, device=latent_pi.device).reshape(-1)
         rows = th.arange(len(hint), device=latent_pi.device)
@@ -548,6 +562,27 @@ class SlotPlanPolicy(MaskableActorCriticPolicy):
             cols = self.action_space.n + self.action_type[hint]
             out = out.index_put((rows, cols), self.guide_bonus[1].expand(len(hint)), accumulate=True)
         return out
+
+    def gated(
+        self, logp: th.Tensor, type_logp: th.Tensor | None, context: th.Tensor, hint: Any
+    ) -> tuple[th.Tensor, th.Tensor | None, th.Tensor]:
+        """The gated mixture of a ``guide_gate`` policy: ``pi(a) = (1 - d) [a = hint] + d q(a)``, ``q`` the
+        network's own (unguided, masked) distribution ``logp`` (B, A) and ``d = sigmoid(gate(context))`` taken
+        at the hinted action's type, so the policy learns, per state and kind of step (wait, start, resize),
+        how often to leave the plan, and ``q`` learns what to do instead. Returns ``(logp, type_logp,
+        entropy)`` of the mixture, normalised (``type_logp`` None when ``type_logp`` is)."""
+        hint = th.as_tensor(hint, dtype=th.long, device=logp.device).reshape(-1, 1)
+        d_logit = self.gate(context).gather(1, self.action_type[hint])  # (B, 1)
+        log_d, log_keep = nn.functional.logsigmoid(d_logit), nn.functional.logsigmoid(-d_logit)
+        mix = logp + log_d
+        mix = mix.scatter(1, hint, th.logaddexp(mix.gather(1, hint), log_keep))
+        if type_logp is not None:
+            t = self.action_type[hint]
+            type_mix = type_logp + log_d
+            type_logp = type_mix.scatter(1, t, th.logaddexp(type_mix.gather(1, t), log_keep))
+        legal = mix > ILLEGAL_LOGP / 2
+        ent = -(th.exp(mix) * mix * legal).sum(-1)
+        return mix, type_logp, ent
 
     # ------------------------------------------------------------------ the factored distribution
     def action_log_probs(self, latent_pi: th.Tensor, action_masks: Any) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
@@ -612,6 +647,7 @@ def policy_kwargs_for(env: Any, ppo: PPOConfig) -> dict[str, Any]:
         "type_floor": ppo.type_floor,
         "guide": ppo.guide,
         "guide_bonus": ppo.guide_bonus,
+        "guide_gate": ppo.guide_gate,
     }
 
 
@@ -620,14 +656,15 @@ def policy_kwargs_for(env: Any, ppo: PPOConfig) -> dict[str, Any]:
 def load_growing(policy: nn.Module, saved: dict[str, th.Tensor]) -> list[str]:
     """Load ``saved`` (a model's state dict) into ``policy``, which may have parameters the saved model lacks:
     the ``_demand`` modules of ``type_demand``, set to 0 so ``policy`` computes exactly what the saved model
-    did until they learn, and a guide's ``guide_bonus``, which keeps its initial value (the policy then
-    carries the guide's plan out). Returns their names (empty when the state dicts match). Raises
-    RuntimeError (torch's message) when anything else differs: a missing or unexpected parameter, or a
-    shape."""
+    did until they learn, and a guide's ``guide_bonus`` or ``gate``, which keep their initial values (the
+    policy then carries the guide's plan out, or leaves it at the gate's initial rate). Returns their names
+    (empty when the state dicts match). Raises RuntimeError (torch's message) when anything else differs: a
+    missing or unexpected parameter, or a shape."""
     now = policy.state_dict()
     missing = [k for k in now if k not in saved]
-    if any("_demand." not in k and k != "guide_bonus" for k in missing) or any(k not in now for k in saved):
+    keep = [k for k in missing if k == "guide_bonus" or k.startswith("gate.")]
+    if any("_demand." not in k and k not in keep for k in missing) or any(k not in now for k in saved):
         policy.load_state_dict(saved)  # strict: raises with torch's list of what differs
-    fill = {k: now[k] if k == "guide_bonus" else th.zeros_like(now[k]) for k in missing}
+    fill = {k: now[k] if k in keep else th.zeros_like(now[k]) for k in missing}
     policy.load_state_dict({**saved, **fill})
     return missing

@@ -89,20 +89,25 @@ def policy_outputs(
 ) -> tuple[th.Tensor, Any, th.Tensor, th.Tensor]:
     """``(logp (B, A), type_logp (B, 4) or None, entropy (B,), values (B,))`` of a
     :class:`~agents.ppo.network.SlotPlanPolicy`: normalised log-probabilities of the (factored or flat) masked
-    distribution. ``hint`` (B,): a guided policy's guide actions (:mod:`agents.ppo.guide`); None: no bonus."""
+    distribution. ``hint`` (B,): a guided policy's guide actions (:mod:`agents.ppo.guide`), for its bonus or its
+    gated mixture; None: the network's own distribution."""
     from agents.ppo.distribution import ILLEGAL_LOGP, entropy
 
     e = policy.features_extractor.encode(obs)  # the named pieces directly: no flat concat and split
     head = policy.mlp_extractor
     latent_pi = head.actor(e)
+    gated = hint is not None and getattr(policy, "guide_gate", None) is not None
     if hint is not None:
-        latent_pi = policy.guided(latent_pi, hint)
+        latent_pi = policy.guided(latent_pi, hint)  # a gated policy's latent stays as it is
     values = policy.value_net(head.critic(e)).squeeze(-1)
     if policy.factored:
         logp, type_logp, ent = policy.action_log_probs(latent_pi, mask)
-        return logp, type_logp, ent, values
-    logp = th.log_softmax(latent_pi.masked_fill(~mask, ILLEGAL_LOGP), -1)
-    return logp, None, entropy(logp), values
+    else:
+        logp = th.log_softmax(latent_pi.masked_fill(~mask, ILLEGAL_LOGP), -1)
+        type_logp, ent = None, entropy(logp)
+    if gated:
+        logp, type_logp, ent = policy.gated(logp, type_logp, e["context"], hint)
+    return logp, type_logp, ent, values
 
 
 def sample_actions(logp: th.Tensor, mask: th.Tensor, generator: th.Generator | None = None) -> th.Tensor:

@@ -511,6 +511,7 @@ def train(
             "mean_return_per_episode": float(buf["rewards"].sum() / max(len(eps), 1)),
             "reference_runs": cache.runs if cache is not None else 0,
             "teacher_coef": teacher_coef,
+            "off_plan": float(np.mean(acts != buf["hints"])) if buf.get("hints") is not None else None,
             **stats,
         }
         with open(out / "updates.jsonl", "a") as fh:
