@@ -47,6 +47,36 @@ def test_plan_table_is_built_once_and_immutable(sim):
         assert not copy.iter_time.flags.writeable and copy.iter_time is copy.plan_table.iter_time
 
 
+def test_plan_rows_are_shared_across_tables_and_keyed_by_what_they_depend_on(tiny_cluster, make_job, make_workload):
+    """A (model, batch, sequence) row is computed once per process and reused by later tables (training's
+    resets), equal to a fresh computation; a different predictor, cluster or model gets its own row."""
+    from frenzy_env.simulator import plans
+
+    plans._ROW_CACHE.clear()
+    jobs = make_workload(make_job(0, 0.0, 1000.0), make_job(1, 5.0, 800.0, model="gpt2-medium"))
+    first = ClusterSimulator(tiny_cluster, jobs, SimConfig())
+    assert len(plans._ROW_CACHE) == 2  # gpt2 and gpt2-medium at batch 8, sequence 1024
+    calls = []
+    original = plans.PlanTable._plan_row
+    plans.PlanTable._plan_row = lambda self, *a: calls.append(a) or original(self, *a)
+    try:
+        again = ClusterSimulator(tiny_cluster, jobs, SimConfig())
+        assert calls == []  # both rows from the cache
+        table = again.plan_table
+        fresh = [original(table, get_model(m), 8, 1024, SimConfig()) for m in ("gpt2", "gpt2-medium")]
+        for k, name in ((0, "pred_ok"), (1, "true_ok"), (2, "layout_tp"), (3, "iter_time")):
+            assert np.array_equal(getattr(again, name), np.stack([fresh[0][k], fresh[1][k]]))
+            assert np.array_equal(getattr(again, name), getattr(first, name))
+        ClusterSimulator(tiny_cluster, jobs, SimConfig(predictor="frenzy"))
+        ClusterSimulator(ClusterSpec.homogeneous("A100-80GB", 1, 4), jobs, SimConfig())
+        assert len(calls) == 4  # a new predictor, a new cluster: new rows
+        assert len(plans._ROW_CACHE) == 6
+    finally:
+        plans.PlanTable._plan_row = original
+    row = next(iter(plans._ROW_CACHE.values()))
+    assert not row[0].flags.writeable  # shared rows cannot be changed by one table's owner
+
+
 def test_hand_computed_schedule(sim):
     """2 nodes x 4 GPUs, 3 jobs. Job 0 on 4 GPUs at t=0, job 1 on 4 GPUs at t=10, job 2 waits for job 0.
 

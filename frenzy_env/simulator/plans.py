@@ -26,6 +26,13 @@ from frenzy_env.simulator.config import SimConfig, start_up_costs
 from frenzy_env.throughput import iteration_time_array
 from frenzy_env.workload import Workload
 
+#: :meth:`PlanTable._plan_row` results by everything they depend on, shared by every table of the process: a
+#: workload's distinct (model, batch, sequence) rows recur across episodes, and each costs about 1 ms to
+#: compute (MARP and the throughput model over every layout), so training's resets would otherwise rebuild
+#: them every episode. Bounded: cleared when it reaches :data:`ROW_CACHE_SIZE` entries.
+_ROW_CACHE: dict[tuple, tuple] = {}
+ROW_CACHE_SIZE = 4096
+
 
 class PlanTable:
     """Plan slots and job x plan matrices of ``jobs`` (sorted by submit time) on ``cluster`` under ``config``;
@@ -121,7 +128,7 @@ class PlanTable:
             idx = cache.get(key)
             if idx is None:
                 idx = cache[key] = len(rows)
-                rows.append(self._plan_row(job.model, key[1], key[2], cfg))
+                rows.append(self._cached_row(job.model, key[1], key[2], cfg))
                 row_params.append(int(job.model.num_params))
             key_of_job[i] = idx
         pred = np.stack([r[0] for r in rows])
@@ -176,6 +183,25 @@ class PlanTable:
             min(len(nodes), int(self.plan_counts_levels[-1])) for nodes in self._type_nodes
         )
         self._node_cap_l = tuple(cluster.node_capacity.tolist())
+
+    def _cached_row(self, model, batch: int, seq: int, cfg: SimConfig) -> tuple:
+        """:meth:`_plan_row` through the process-wide cache (:data:`_ROW_CACHE`), keyed by the model's and GPU
+        types' full specifications (frozen dataclasses, compared by value), the batch, sequence, predictor,
+        utilisation and the cluster's plan slots and placeable capacity. The row's arrays are read-only."""
+        key = (
+            model, batch, seq, cfg.predictor, cfg.utilisation, tuple(get_gpu_type(t) for t in self.gpu_types),
+            self.max_node_gpus.tobytes(), self.plan_counts_levels.tobytes(), self._empty_cap.tobytes(),
+        )
+        row = _ROW_CACHE.get(key)
+        if row is None:
+            row = self._plan_row(model, batch, seq, cfg)
+            for part in row:
+                if isinstance(part, np.ndarray):
+                    part.flags.writeable = False
+            if len(_ROW_CACHE) >= ROW_CACHE_SIZE:
+                _ROW_CACHE.clear()
+            _ROW_CACHE[key] = row
+        return row
 
     def _plan_row(self, model, batch: int, seq: int, cfg: SimConfig) -> tuple:
         """Feasibility, layout and speed of one (model, batch, seq) on every plan slot."""
