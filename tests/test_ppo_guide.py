@@ -129,6 +129,10 @@ def test_frenzy_train_guide_flag(tmp_path, capsys):
     args = parser.parse_args(["train", "--guide", "sia_srpt", "--out", str(tmp_path / "o")])
     assert build_config(args).ppo.guide == "sia_srpt"
     assert build_config(parser.parse_args(["train"])).ppo.guide is None
+    gated = build_config(parser.parse_args(["train", "--guide", "sia_srpt", "--guide-gate", "0.03"]))
+    assert gated.ppo.guide_gate == 0.03 and gated.ppo.guide == "sia_srpt"
+    with pytest.raises(ConfigError, match="ppo.guide_gate needs ppo.guide"):
+        build_config(parser.parse_args(["train", "--guide-gate", "0.03"]))
     with pytest.raises(SystemExit):
         main(["train", "--guide", "fifo"])
     assert "invalid choice: 'fifo'" in capsys.readouterr().err

@@ -150,6 +150,11 @@ def add_parser(sub: Any) -> None:
         "docs/ppo/mdp.md)",
     )
     p.add_argument(
+        "--guide-gate", type=float, default=None, metavar="P",
+        help="with --guide: a learnt gate instead of the bonus, the policy leaving the plan with probability P "
+        "at first (e.g. 0.03; docs/ppo/mdp.md)",
+    )
+    p.add_argument(
         "--threads", type=positive_int, default=None,
         help="torch threads (default 1: with more, spinning threads on busy shared cores slow training tenfold)",
     )
@@ -192,7 +197,8 @@ _TOP = {
     "threads": "threads",
     "train_workloads": "train_workloads",
 }
-_PPO = ("n_steps", "n_epochs", "batch_size", "learning_rate", "ent_coef", "bc_episodes", "horizon_h", "guide")
+_PPO = ("n_steps", "n_epochs", "batch_size", "learning_rate", "ent_coef", "bc_episodes", "horizon_h", "guide",
+        "guide_gate")
 
 #: ``--quick``: a smoke run of seconds (tiny synthetic workloads, two updates of 4 x 64 decisions)
 QUICK = {
@@ -265,6 +271,7 @@ _SB3_ONLY = {
     "train_workloads": "--train-workloads",
     "bc_episodes": "--bc-episodes",
     "guide": "--guide",
+    "guide_gate": "--guide-gate",
     "threads": "--threads",
     "verbose": "--verbose",
 }
