@@ -42,13 +42,7 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
 from agents.ppo.config import PPOConfig
-from agents.ppo.distribution import (
-    ILLEGAL_LOGP,
-    NUM_TYPES,
-    action_types,
-    factored_distribution,
-    factored_log_probs,
-)
+from agents.ppo.distribution import NUM_TYPES, action_types, entropy, factored_distribution, factored_log_probs
 from frenzy_env.errors import ConfigError
 from frenzy_env.observation import QUEUE_FEATURES, RUNNING_FEATURES
 
@@ -580,9 +574,7 @@ class SlotPlanPolicy(MaskableActorCriticPolicy):
             t = self.action_type[hint]
             type_mix = type_logp + log_d
             type_logp = type_mix.scatter(1, t, th.logaddexp(type_mix.gather(1, t), log_keep))
-        legal = mix > ILLEGAL_LOGP / 2
-        ent = -(th.exp(mix) * mix * legal).sum(-1)
-        return mix, type_logp, ent
+        return mix, type_logp, entropy(mix)  # illegal entries stay near ILLEGAL_LOGP: they add 0
 
     # ------------------------------------------------------------------ the factored distribution
     def action_log_probs(self, latent_pi: th.Tensor, action_masks: Any) -> tuple[th.Tensor, th.Tensor, th.Tensor]:

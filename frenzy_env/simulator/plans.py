@@ -121,6 +121,11 @@ class PlanTable:
         self.reject_reason = ("",) * n
         cache: dict[tuple, int] = {}
         rows: list[tuple] = []
+        # what every row of this table shares in the process-wide cache's key (see _cached_row)
+        shared = (
+            cfg.predictor, cfg.utilisation, tuple(get_gpu_type(t) for t in self.gpu_types),
+            self.max_node_gpus.tobytes(), self.plan_counts_levels.tobytes(), self._empty_cap.tobytes(),
+        )
         key_of_job = np.empty(n, dtype=np.int64)
         row_params: list[int] = []
         for i, job in enumerate(jobs):
@@ -128,7 +133,7 @@ class PlanTable:
             idx = cache.get(key)
             if idx is None:
                 idx = cache[key] = len(rows)
-                rows.append(self._cached_row(job.model, key[1], key[2], cfg))
+                rows.append(self._cached_row(job.model, key[1], key[2], cfg, shared))
                 row_params.append(int(job.model.num_params))
             key_of_job[i] = idx
         pred = np.stack([r[0] for r in rows])
@@ -184,14 +189,12 @@ class PlanTable:
         )
         self._node_cap_l = tuple(cluster.node_capacity.tolist())
 
-    def _cached_row(self, model, batch: int, seq: int, cfg: SimConfig) -> tuple:
-        """:meth:`_plan_row` through the process-wide cache (:data:`_ROW_CACHE`), keyed by the model's and GPU
-        types' full specifications (frozen dataclasses, compared by value), the batch, sequence, predictor,
-        utilisation and the cluster's plan slots and placeable capacity. The row's arrays are read-only."""
-        key = (
-            model, batch, seq, cfg.predictor, cfg.utilisation, tuple(get_gpu_type(t) for t in self.gpu_types),
-            self.max_node_gpus.tobytes(), self.plan_counts_levels.tobytes(), self._empty_cap.tobytes(),
-        )
+    def _cached_row(self, model, batch: int, seq: int, cfg: SimConfig, shared: tuple) -> tuple:
+        """:meth:`_plan_row` through the process-wide cache (:data:`_ROW_CACHE`), keyed by the model's full
+        specification (a frozen dataclass, compared by value), the batch, the sequence and ``shared``: what the
+        table's rows have in common (predictor, utilisation, the GPU types' specifications, the cluster's plan
+        slots and placeable capacity). The row's arrays are read-only."""
+        key = (model, batch, seq, *shared)
         row = _ROW_CACHE.get(key)
         if row is None:
             row = self._plan_row(model, batch, seq, cfg)
