@@ -153,6 +153,10 @@ class SiaPolicy(ScriptedPolicy):
         ``view.restart_seconds`` of the job on its plan). time_limit: HiGHS time limit per round, seconds.
     objective: ``"goodput"`` (Sia's normalised goodput utility, with ``p``) or ``"completion"`` (the summed
         estimated completion rates, see the module docstring; ``p`` is then unused).
+    move_margin: a running job's configurations other than its current one count ``1 / (1 + move_margin)``
+        of their goodput (or completion rate), so it changes configuration only for a gain above that
+        margin (a hysteresis on moves; 0, the default, is the published behaviour). An attribute, so a
+        controller may change it between solves.
     """
 
     name = "sia"
@@ -166,6 +170,7 @@ class SiaPolicy(ScriptedPolicy):
         restart_penalty: float | None = None,
         time_limit: float = 10.0,
         objective: str = "goodput",
+        move_margin: float = 0.0,
     ) -> None:
         super().__init__(env)
         if objective not in OBJECTIVES:
@@ -179,6 +184,9 @@ class SiaPolicy(ScriptedPolicy):
         self.round_s = float(round_s)
         self.p = float(p)
         self.requested_only = bool(requested_only)
+        if not (isinstance(move_margin, (int, float)) and math.isfinite(move_margin) and move_margin >= 0):
+            raise ConfigError(f"move_margin must be a finite number >= 0, got {move_margin!r}")
+        self.move_margin = float(move_margin)
         self.restart_penalty = restart_penalty
         self.time_limit = float(time_limit)
         self.objective = objective
@@ -336,6 +344,10 @@ class SiaPolicy(ScriptedPolicy):
             good, p = self.completion_rates(jobs, cand), 1.0
         else:
             good, p = self.goodput_matrix(jobs, cand), self.p
+        if self.move_margin > 0 and nr:  # hysteresis: other configurations of a running job count less
+            keep = good[np.arange(nr), current].copy()
+            good[:nr] /= 1.0 + self.move_margin
+            good[np.arange(nr), current] = keep
         pinned = np.full(jobs.size, -1, dtype=np.int64)
         warming = np.array([running_jobs[int(j)].progress_from > now for j in running], dtype=bool)
         pinned[:nr][warming] = current[warming]

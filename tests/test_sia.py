@@ -225,3 +225,60 @@ def test_sia_srpt_plays_a_legal_episode_and_validates():
     assert m["finished"] + m["rejected"] == m["jobs"] and m["invalid_actions"] == 0
     with pytest.raises(ConfigError, match="objective"):
         SiaPolicy(env, objective="jct")
+
+
+def _shared_node_at_arrival(make_job, make_env, margin):
+    """Job 0 (1e5 iterations) runs alone on the 8-GPU node; at 3,600 s job 1 (1e5) arrives and the round
+    decides whether job 0 shrinks to let it in."""
+    env = make_env(A100_1x8, [make_job(0, 0.0, 1e5), make_job(1, 3600.0, 1e5)], queue_slots="all",
+                   running_slots="all")
+    env.reset(seed=0)
+    policy = make_policy("sia_srpt", env, move_margin=margin)
+    policy.reset()
+    env.step(policy.act(env.action_masks()))
+    while env.view.now < 3600.0:
+        env.step(0)
+    assert 0 in env.view.running
+    return env, policy
+
+
+@pytest.mark.parametrize("margin", [0.0, 0.3])
+def test_sia_srpt_move_margin_discounts_a_running_jobs_other_configurations(make_job, make_env, monkeypatch, margin):
+    """With ``move_margin`` m the integer program sees a running job's configurations other than its own at
+    1 / (1 + m) of their completion rate; its own configuration and queued jobs' rates are unchanged."""
+    import baselines.sia as sia_mod
+
+    env, policy = _shared_node_at_arrival(make_job, make_env, margin)
+    seen = {}
+    solve = sia_mod.solve_sia_milp
+
+    def recording_solve(good, *args, **kwargs):
+        seen["good"] = good.copy()
+        return solve(good, *args, **kwargs)
+
+    monkeypatch.setattr(sia_mod, "solve_sia_milp", recording_solve)
+    policy.plan_round()
+    run = env.view.running[0]
+    jobs = np.array([0, 1])
+    cand = policy.candidates(jobs)
+    cand[0, run.plan] = True
+    expect = policy.completion_rates(jobs, cand)
+    expect[0, np.arange(expect.shape[1]) != run.plan] /= 1.0 + margin
+    np.testing.assert_allclose(seen["good"], expect, rtol=1e-12)
+
+
+def test_sia_srpt_move_margin_keeps_a_running_job_in_place(make_job, make_env):
+    """Without a margin job 0 shrinks so that job 1 starts (two jobs finish faster than one after the other
+    by the summed-rate objective); with a huge one its other configurations count nothing and it stays."""
+    env, policy = _shared_node_at_arrival(make_job, make_env, 0.0)
+    steps = policy.plan_round()
+    assert {(kind, job) for kind, job, _ in steps} == {("resize", 0), ("start", 1)}
+    env, policy = _shared_node_at_arrival(make_job, make_env, 1e6)
+    assert policy.plan_round() == []
+
+
+def test_move_margin_validates():
+    env = gym.make("frenzy/HeteroClusterSmall-v4")
+    for bad in (-0.1, float("nan"), "0.2"):
+        with pytest.raises(ConfigError, match="move_margin"):
+            SiaPolicy(env, move_margin=bad)

@@ -87,13 +87,14 @@ class SiaTeacher:
     workloads it is level with Sia (docs/ppo/training.md). It is a teacher, not a baseline: Sia as published
     re-plans in rounds. It drives a :class:`~baselines.sia.SiaPolicy` through its ``replan`` and
     ``next_step``, so both stay one implementation. ``objective``: :class:`~baselines.sia.SiaPolicy`'s
-    (``"completion"`` for ``sia_srpt``'s).
+    (``"completion"`` for ``sia_srpt``'s); ``move_margin``: its move hysteresis (``self.sia.move_margin``
+    may be changed between decisions).
     """
 
-    def __init__(self, env: Any, objective: str = "goodput") -> None:
+    def __init__(self, env: Any, objective: str = "goodput", move_margin: float = 0.0) -> None:
         from baselines.sia import SiaPolicy
 
-        self.sia = SiaPolicy(env, objective=objective)
+        self.sia = SiaPolicy(env, objective=objective, move_margin=move_margin)
         self.env = self.sia.env
         self.reset()
 
