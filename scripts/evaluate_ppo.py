@@ -27,6 +27,7 @@ import json
 import shutil
 from pathlib import Path
 
+from agents.knob import is_knob_model, load_knob_policy
 from agents.ppo import DEFAULT_MODEL_PATH, TEST_SEED_START, TrainConfig, load_policy, test_workloads
 from baselines import POLICIES, make_policy
 from frenzy_env.env import FrenzyEnv
@@ -49,12 +50,14 @@ def _policies(names: list[str], model: Path, models: dict[str, Path], seed: int 
     """Factories: the labelled ``models`` and ``ppo`` (``model``) with the env's windows, sampling with ``seed``
     (or greedy); scripted baselines with every job within reach (wide windows), as in frenzy evaluate (left
     out with ``only_models``). A name ``NAME:k=v:k=v`` passes keywords to ``make_policy``
-    (``srpt_est:grow=False``) and keeps the whole spec as its label."""
+    (``srpt_est:grow=False``) and keeps the whole spec as its label. A knob model (``agents.knob``: a ``.json``
+    with a ``knob_version`` beside the zip) plays as a :class:`~agents.knob.KnobPolicy`."""
     out: dict = {}
     for spec in names:
         if spec == "ppo" or spec in models:
             path = model if spec == "ppo" else models[spec]
-            out[spec] = lambda env, path=path: load_policy(env, path, sample=not greedy, seed=seed)
+            load = load_knob_policy if is_knob_model(path) else load_policy
+            out[spec] = lambda env, path=path, load=load: load(env, path, sample=not greedy, seed=seed)
             continue
         if only_models:
             continue

@@ -1,0 +1,411 @@
+"""A planner with a learnt knob: PPO chooses, at every decision instant, the move margin of ``sia_srpt``'s plan.
+
+The guided agents of ``agents.ppo`` (``ppo.guide``, ``ppo.guide_gate``) choose among the env's 2,308 actions
+with a planner's next step as a hint; PPO hardly moved them (docs/ppo/training.md, sessions 11-12). Here the
+learnt part is small and the planner does the rest: at each decision instant the policy picks one of a few
+*levels* of the planner's move margin (:class:`baselines.sia.SiaPolicy`'s ``move_margin``: a running job's
+other configurations count ``1 / (1 + margin)``, a hysteresis on moves), the planner
+(:class:`agents.ppo.warmstart.SiaTeacher` with ``sia_srpt``'s objective) solves its integer program with it,
+and the instant's steps are carried out. A scripted check found a fixed margin of 0.1-0.2 about 4% better
+than none on validation trace windows and level on synthetic ones; the policy learns when moving pays.
+
+* **MDP** (:class:`KnobEnv`): one step per decision instant, ``Discrete(len(levels))``; the observation is
+  the env's whole-system aggregates (``globals``), free GPUs per type (``gpus``) and the previous level
+  (one-hot); the reward is the env's (``-(jobs in system) x hours``), differenced against the planner with
+  margin 0 on the same arrivals (the input-dependent baseline of ``agents.ppo.reference``, cached per
+  workload seed) and scaled by ``gain`` / that reference's cost, so an episode returns ``gain x (1 - cost /
+  plan's cost)``: exactly the knob's worth, undiscounted.
+* **Training** (:func:`train_knob`): stable-baselines3's PPO, an MLP, envs in subprocesses, checkpoints
+  every ``checkpoint_every`` decisions (``resume`` continues from the last one).
+* **Acting** (:class:`KnobPolicy`, :func:`load_knob_policy`): a policy like any other for
+  ``scripts/evaluate_ppo.py --labelled-model NAME=MODEL.zip``, ``scripts/validate_knob.py`` and
+  ``run_episode``. It samples the level from the model's distribution with its own generator (re-seeded per
+  episode), or takes the most likely one (``sample=False``).
+* **Cost**: the planner's integer program at every decision instant (5-20 ms, more on busy traces), so
+  training runs at tens of decisions per second on two cores, and an episode takes seconds to minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
+
+from agents.ppo.config import TrainConfig
+from agents.ppo.reference import ReferenceCurve, RewardShaper
+from agents.ppo.warmstart import SiaTeacher
+from baselines.base import ScriptedPolicy
+from frenzy_env.errors import ConfigError
+
+KNOB_VERSION = 1  # the observation and action layout below; a model records it
+OBJECTIVES = {"sia_srpt": "completion", "sia": "goodput"}
+
+
+@dataclass(frozen=True)
+class KnobConfig:
+    """What :func:`train_knob` trains. ``train``: the PPO trainer's :class:`~agents.ppo.config.TrainConfig`
+    for the cluster, windows and workload splits (its PPO fields are unused); ``levels``: the move margins
+    the policy chooses among (ascending, the first 0: the reference plan); ``planner``: ``"sia_srpt"`` or
+    ``"sia"``'s objective; ``pool``: training episodes draw their workload seed from this many (each seed's
+    reference plan is played once); the rest are stable-baselines3 PPO's."""
+
+    train: TrainConfig = field(default_factory=TrainConfig)
+    levels: tuple[float, ...] = (0.0, 0.1, 0.2, 0.4)
+    planner: str = "sia_srpt"
+    timesteps: int = 120_000
+    n_envs: int = 4
+    n_steps: int = 256
+    batch_size: int = 256
+    n_epochs: int = 5
+    learning_rate: float = 3e-4
+    ent_coef: float = 0.01
+    gae_lambda: float = 0.98
+    clip_range: float = 0.2
+    net_arch: tuple[int, ...] = (64, 64)
+    gain: float = 10.0
+    pool: int = 64
+    seed: int = 0
+    checkpoint_every: int = 8192
+    max_minutes: float | None = None
+    start_plan_prob: float = 0.85
+
+    def __post_init__(self) -> None:
+        lv = self.levels
+        if not lv or any(not (isinstance(v, (int, float)) and np.isfinite(v) and v >= 0) for v in lv):
+            raise ConfigError(f"levels must be finite margins >= 0, got {lv!r}")
+        if lv[0] != 0 or list(lv) != sorted(set(lv)):
+            raise ConfigError(f"levels must ascend from 0 without repeats, got {lv!r}")
+        if self.planner not in OBJECTIVES:
+            raise ConfigError(f"planner must be one of {sorted(OBJECTIVES)}, got {self.planner!r}")
+        for name in ("timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "pool", "checkpoint_every"):
+            v = getattr(self, name)
+            if not (isinstance(v, int) and v >= 1):
+                raise ConfigError(f"{name} must be an integer >= 1, got {v!r}")
+        for name in ("learning_rate", "gain", "clip_range"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
+                raise ConfigError(f"{name} must be a positive number, got {v!r}")
+        if not (0 <= self.gae_lambda <= 1) or not (self.ent_coef >= 0):
+            raise ConfigError(
+                f"gae_lambda must be in [0, 1] and ent_coef >= 0, got {self.gae_lambda!r}, {self.ent_coef!r}"
+            )
+        if not 0 < self.start_plan_prob < 1:
+            raise ConfigError(f"start_plan_prob must be in (0, 1), got {self.start_plan_prob!r}")
+        if self.max_minutes is not None and not self.max_minutes > 0:
+            raise ConfigError(f"max_minutes must be > 0 or None, got {self.max_minutes!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["train"] = self.train.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> KnobConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"unknown knob config field(s): {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+        d = dict(data)
+        if "train" in d:
+            d["train"] = TrainConfig.from_dict(d["train"])
+        for name in ("levels", "net_arch"):
+            if name in d:
+                d[name] = tuple(d[name])
+        return cls(**d)
+
+
+def knob_features(obs: dict[str, np.ndarray], prev: int, n_levels: int) -> np.ndarray:
+    """The policy's input: the env observation's ``globals`` and ``gpus``, and the previous level one-hot."""
+    one = np.zeros(n_levels, dtype=np.float32)
+    one[prev] = 1.0
+    return np.concatenate([obs["globals"], obs["gpus"], one]).astype(np.float32)
+
+
+def play_plan(env: Any, seed: int, objective: str, margin: float = 0.0) -> ReferenceCurve:
+    """One episode of the planner alone (``margin`` fixed) on ``env`` reset with ``seed``: its cost curve."""
+    teacher = SiaTeacher(env, objective=objective, move_margin=margin)
+    _, info = env.reset(seed=int(seed))
+    teacher.reset()
+    times, cost, c = [float(info["time"])], [0.0], 0.0
+    done = False
+    while not done:
+        _, r, term, trunc, info = env.step(teacher.act(env.action_masks()))
+        c -= float(r)
+        times.append(float(info["time"]))
+        cost.append(c)
+        done = term or trunc
+    return ReferenceCurve(np.array(times), np.array(cost), int(env.sim.num_jobs), float(info["metrics"]["avg_jct_h"]))
+
+
+class _PlanReferences:
+    """The margin-0 plan's curves per workload seed (a :class:`~agents.ppo.reference.ReferenceCache` for a
+    planner that is not a registered baseline), played on a private env."""
+
+    def __init__(self, make_env: Any, objective: str) -> None:
+        self.make_env, self.objective = make_env, objective
+        self._env: Any = None
+        self.curves: dict[int, ReferenceCurve] = {}
+
+    def get(self, seed: int) -> ReferenceCurve:
+        seed = int(seed)
+        if seed not in self.curves:
+            if self._env is None:
+                self._env = self.make_env()
+            self.curves[seed] = play_plan(self._env, seed, self.objective)
+        return self.curves[seed]
+
+
+class KnobEnv(gym.Env):
+    """The knob MDP (see the module docstring) over training workloads of ``cfg.train``: each episode's
+    workload seed is drawn (a generator seeded by ``seed``) from ``seeds``, default ``range(cfg.pool)``;
+    :func:`train_knob` gives each env its own share of the pool, so each seed's reference is played once."""
+
+    metadata: dict[str, Any] = {"render_modes": []}
+
+    def __init__(self, cfg: KnobConfig, seed: int = 0, seeds: Any = None) -> None:
+        from agents.ppo.workloads import make_env, training_generator
+
+        self.cfg = cfg
+        self.levels = tuple(float(v) for v in cfg.levels)
+        self.objective = OBJECTIVES[cfg.planner]
+        gen = training_generator(cfg.train)
+        self.env = make_env(cfg.train, gen)
+        self.shaper = RewardShaper(_PlanReferences(lambda: make_env(cfg.train, gen), self.objective), cfg.gain, 1)
+        self.teacher = SiaTeacher(self.env, objective=self.objective)
+        self._rng = np.random.default_rng(seed)
+        self.seeds = np.arange(cfg.pool) if seeds is None else np.asarray(seeds, dtype=np.int64)
+        if self.seeds.size == 0:
+            raise ConfigError("KnobEnv: no workload seeds to draw from")
+        n_gpus = self.env.observation_space["gpus"].shape[0]
+        dim = len(self.env.observation_space["globals"].low) + n_gpus + len(self.levels)
+        self.observation_space = gym.spaces.Box(0.0, 2.0, (dim,), np.float32)
+        self.action_space = gym.spaces.Discrete(len(self.levels))
+        self.prev = 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        workload = int(self.seeds[self._rng.integers(self.seeds.size)])
+        obs, info = self.env.reset(seed=workload)
+        self.teacher.reset()
+        self.shaper.start(0, workload, info["time"], self.env.sim.num_jobs)
+        self.prev = 0
+        return knob_features(obs, 0, len(self.levels)), info
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        a = int(action)
+        if not 0 <= a < len(self.levels):
+            raise ValueError(f"action must be in [0, {len(self.levels)}), got {action!r}")
+        self.teacher.sia.move_margin = self.levels[a]
+        env, t0, total = self.env, self.env.view.now, 0.0
+        while True:  # the instant's steps, up to the first that moves simulated time on
+            obs, r, term, trunc, info = env.step(self.teacher.act(env.action_masks()))
+            total += self.shaper.reward(0, r, info["time"], term)
+            if term or trunc or env.view.now != t0:
+                break
+        self.prev = a
+        return knob_features(obs, a, len(self.levels)), total, term, trunc, info
+
+
+class KnobPolicy(ScriptedPolicy):
+    """The planner driven by a trained knob model (an SB3 PPO ``model``), bound to ``env``: at the first
+    decision of each simulated instant it picks a level from the observation :meth:`predict` is given, then
+    carries the planner's steps out. ``levels`` and ``planner`` are the model's (:func:`load_knob_policy`);
+    ``sample``: draw the level (generator re-seeded at every :meth:`reset` from ``seed`` and the episode's
+    seed) or take the most likely one. ``levels_used`` counts each level's choices this episode."""
+
+    name = "knob"
+
+    def __init__(self, env: Any, model: Any, levels: tuple[float, ...], planner: str = "sia_srpt",
+                 sample: bool = True, seed: int = 0) -> None:
+        super().__init__(env)
+        if planner not in OBJECTIVES:
+            raise ConfigError(f"planner must be one of {sorted(OBJECTIVES)}, got {planner!r}")
+        self.model, self.levels, self.sample, self.seed = model, tuple(levels), bool(sample), int(seed)
+        self.teacher = SiaTeacher(self.env, objective=OBJECTIVES[planner])
+        self._obs: dict[str, np.ndarray] | None = None
+        self.reset()
+
+    def reset(self) -> None:
+        super().reset()
+        self.teacher.reset()
+        self._instant: float | None = None
+        self.prev = 0
+        self.levels_used = np.zeros(len(self.levels), dtype=np.int64)
+        self._rng = np.random.default_rng([self.seed, int(getattr(self.env, "episode_seed", 0) or 0)])
+
+    def level_probabilities(self, obs: dict[str, np.ndarray]) -> np.ndarray:
+        """The model's distribution over the levels for observation ``obs`` (previous level :attr:`prev`)."""
+        import torch as th
+
+        x = th.as_tensor(knob_features(obs, self.prev, len(self.levels)))[None]
+        with th.no_grad():
+            probs = self.model.policy.get_distribution(x).distribution.probs
+        return probs.numpy()[0].astype(np.float64)
+
+    def predict(self, observation: Any, state: Any = None, episode_start: Any = None, deterministic: bool = True,
+                action_masks: np.ndarray | None = None) -> tuple[np.ndarray, Any]:
+        self._obs = None
+        if isinstance(observation, dict) and "globals" in observation and "gpus" in observation:
+            # one observation, or a batch of one (SB3's evaluate_policy); a larger batch is refused below
+            self._obs = {k: np.asarray(observation[k]).reshape(-1) for k in ("globals", "gpus")}
+        return super().predict(observation, state, episode_start, deterministic, action_masks)
+
+    def act(self, mask: np.ndarray) -> int:
+        view = self.view
+        if view.now != self._instant:
+            if self._obs is None:
+                raise ConfigError("KnobPolicy acts on the observation predict() is given: call predict(obs, ...)")
+            p = self.level_probabilities(self._obs)
+            a = int(self._rng.choice(len(p), p=p / p.sum())) if self.sample else int(np.argmax(p))
+            self.teacher.sia.move_margin = self.levels[a]
+            self.levels_used[a] += 1
+            self.prev = a
+            self._instant = view.now
+        return self.teacher.act(mask)
+
+
+def save_knob_model(model: Any, cfg: KnobConfig, path: Path) -> None:
+    """``model`` to ``path`` (an SB3 zip) with ``path.with_suffix('.json')``: the config and layout version."""
+    path = Path(path)
+    model.save(path)
+    meta = {"knob_version": KNOB_VERSION, "levels": list(cfg.levels), "planner": cfg.planner, "config": cfg.to_dict()}
+    path.with_suffix(".json").write_text(json.dumps(meta, indent=1))
+
+
+def is_knob_model(path: str | Path) -> bool:
+    """Whether ``path`` is a knob model: a ``.json`` beside it records a ``knob_version``."""
+    meta = Path(path).with_suffix(".json")
+    if not meta.is_file():
+        return False
+    try:
+        return "knob_version" in json.loads(meta.read_text())
+    except (ValueError, TypeError):
+        return False
+
+
+def load_knob_policy(env: Any, path: str | Path, sample: bool = True, seed: int = 0) -> KnobPolicy:
+    """A :class:`KnobPolicy` of the model at ``path`` (with its ``.json`` beside it) bound to ``env``.
+    Loading runs pickle: load only files you trust. Errors name a missing file or another layout."""
+    from stable_baselines3 import PPO
+
+    path = Path(path)
+    meta_path = path.with_suffix(".json")
+    for p in (path, meta_path):
+        if not p.is_file():
+            raise ConfigError(f"knob model: no file {p}")
+    meta = json.loads(meta_path.read_text())
+    if meta.get("knob_version") != KNOB_VERSION:
+        raise ConfigError(
+            f"knob model {path}: layout version {meta.get('knob_version')!r}, this code reads {KNOB_VERSION}"
+        )
+    model = PPO.load(path, device="cpu")
+    want = len(env.unwrapped.observation_space["globals"].low) + env.unwrapped.observation_space["gpus"].shape[0]
+    if model.observation_space.shape[0] != want + len(meta["levels"]):
+        raise ConfigError(
+            f"knob model {path}: trained for another cluster's observation (input"
+            f" {model.observation_space.shape[0]}, this env {want + len(meta['levels'])})"
+        )
+    return KnobPolicy(env, model, tuple(meta["levels"]), meta["planner"], sample=sample, seed=seed)
+
+
+def train_knob(
+    cfg: KnobConfig, out: str | Path, resume: bool = False, progress: bool = False, log: Any = print
+) -> Path:
+    """Train the knob policy with stable-baselines3 PPO into ``out`` (``config.json``, ``episodes.monitor.csv``:
+    the training episodes' returns, ``checkpoints/``, ``model.zip`` + ``model.json``); ``resume`` continues from
+    the last checkpoint (episodes in flight start over). Returns the model's path."""
+    import torch as th
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
+    from stable_baselines3.common.vec_env import SubprocVecEnv, VecMonitor
+
+    out = Path(out)
+    ckpt_dir = out / "checkpoints"
+    if resume:
+        saved = KnobConfig.from_dict(json.loads((out / "config.json").read_text()))
+        if saved != cfg:
+            cfg = saved
+            log(f"resume: using the run's own config.json ({out / 'config.json'})")
+    elif (out / "config.json").exists():
+        raise ConfigError(f"{out} already holds a run: resume it or choose another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=1))
+    th.set_num_threads(1)
+    venv = VecMonitor(
+        SubprocVecEnv([_env_factory(cfg, cfg.seed * 1000 + i, i) for i in range(cfg.n_envs)]),
+        filename=str(out / ("episodes_resumed" if resume else "episodes")),
+    )
+    last = _last_checkpoint(ckpt_dir) if resume else None
+    if last is not None:
+        model = PPO.load(last, env=venv, device="cpu")
+        log(f"resume: {last.name} ({model.num_timesteps:,} decisions)")
+    else:
+        model = PPO(
+            "MlpPolicy", venv, n_steps=cfg.n_steps, batch_size=cfg.batch_size, n_epochs=cfg.n_epochs,
+            gamma=1.0, gae_lambda=cfg.gae_lambda, ent_coef=cfg.ent_coef, learning_rate=cfg.learning_rate,
+            clip_range=cfg.clip_range, policy_kwargs={"net_arch": list(cfg.net_arch)}, seed=cfg.seed,
+            device="cpu", verbose=0,
+        )
+        start_at_plan(model, cfg.start_plan_prob)
+        save_knob_model(model, cfg, out / "start.zip")
+    callbacks = [CheckpointCallback(max(1, cfg.checkpoint_every // cfg.n_envs), str(ckpt_dir), name_prefix="knob")]
+    if cfg.max_minutes is not None:
+        callbacks.append(_Deadline(time.monotonic() + 60 * cfg.max_minutes))
+    remaining = cfg.timesteps - model.num_timesteps
+    try:
+        if remaining > 0:
+            model.learn(remaining, callback=CallbackList(callbacks), reset_num_timesteps=last is None,
+                        progress_bar=progress)
+    finally:
+        venv.close()
+    save_knob_model(model, cfg, out / "model.zip")
+    log(f"knob model: {out / 'model.zip'} ({model.num_timesteps:,} decisions)")
+    return out / "model.zip"
+
+
+def start_at_plan(model: Any, p0: float) -> None:
+    """Make ``model``'s level distribution ``p0`` on level 0 and the rest even, whatever the input: the action
+    head's weights to 0 and its bias to those log-probabilities."""
+    import torch as th
+
+    n = model.action_space.n
+    head = model.policy.action_net
+    logp = np.full(n, np.log((1.0 - p0) / (n - 1)) if n > 1 else 0.0)
+    logp[0] = np.log(p0) if n > 1 else 0.0
+    with th.no_grad():
+        head.weight.zero_()
+        head.bias.copy_(th.as_tensor(logp, dtype=head.bias.dtype))
+
+
+class _Deadline(BaseCallback):
+    """Ends training at a monotonic ``deadline`` (``max_minutes``)."""
+
+    def __init__(self, deadline: float) -> None:
+        super().__init__()
+        self.deadline = deadline
+
+    def _on_step(self) -> bool:
+        return time.monotonic() < self.deadline
+
+
+def _env_factory(cfg: KnobConfig, seed: int, index: int) -> Any:
+    """Env ``index`` of ``cfg.n_envs``: the pool's seeds ``index``, ``index + n_envs``, ... (all of them when
+    the pool is smaller than the envs)."""
+    seeds = np.arange(index, cfg.pool, cfg.n_envs) if cfg.pool >= cfg.n_envs else np.arange(cfg.pool)
+
+    def make() -> KnobEnv:
+        return KnobEnv(cfg, seed=seed, seeds=seeds)
+
+    return make
+
+
+def _last_checkpoint(folder: Path) -> Path | None:
+    found = sorted(folder.glob("knob_*_steps.zip"), key=lambda p: int(p.stem.split("_")[1]))
+    return found[-1] if found else None

@@ -1,0 +1,136 @@
+"""Score knob models (``agents.knob``) on a run's validation split: a held-out learning curve.
+
+    python scripts/validate_knob.py --run runs/knob1 --out docs/ppo/v9 runs/knob1/start.zip \\
+        runs/knob1/checkpoints/knob_24576_steps.zip runs/knob1/model.zip
+
+Every model plays each validation workload of the run's config (``agents.ppo.validation_workloads``:
+synthetic seeds 500, ... and fixed windows of the validation clusters; never the test split) ``--samples``
+times (sampled levels, draw k re-seeded with k), next to ``sia_srpt`` and the plan with margin 0, played
+once each (deterministic). Appends rows to ``validation_knob.csv`` (model, decisions, workload, draw, average
+JCT) and prints each model's mean ratio to both; ``--plot`` draws ``validation_curve_knob.png`` from the csv.
+Models already in the csv are not played again, so the command can be re-run as checkpoints appear.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("models", nargs="*", type=Path, help="knob model zips (a checkpoint's decisions: its name)")
+    ap.add_argument("--run", type=Path, required=True, help="the knob run folder (its config.json gives the split)")
+    ap.add_argument("--out", type=Path, required=True, help="folder of validation_knob.csv")
+    ap.add_argument("--samples", type=int, default=1, help="sampled plays per workload (default 1)")
+    ap.add_argument("--plot", action="store_true", help="draw validation_curve_knob.png from the csv")
+    args = ap.parse_args()
+
+    import pandas as pd
+
+    from agents.knob import KnobConfig, load_knob_policy, play_plan
+    from agents.ppo.workloads import make_env, validation_workloads
+    from baselines import make_policy
+    from frenzy_env.env import FrenzyEnv
+    from frenzy_env.evaluation import WIDE_WINDOWS, run_episode
+
+    cfg = KnobConfig.from_dict(json.loads((args.run / "config.json").read_text()))
+    items = validation_workloads(cfg.train)
+    args.out.mkdir(parents=True, exist_ok=True)
+    csv = args.out / "validation_knob.csv"
+    columns = ["model", "decisions", "workload", "draw", "avg_jct_h"]
+    table = pd.read_csv(csv) if csv.is_file() else pd.DataFrame(columns=columns)
+
+    def add(model: str, decisions: float, workload: str, draw: int, jct: float) -> None:
+        nonlocal table
+        table = pd.concat([table, pd.DataFrame([[model, decisions, workload, draw, jct]], columns=table.columns)])
+        table.to_csv(csv, index=False)
+
+    for name, wl, seed in items:  # the references, once per workload
+        env = make_env(cfg.train, wl)
+        if not ((table.model == "plan") & (table.workload == name)).any():
+            add("plan", np.nan, name, 0, play_plan(env, seed, "completion").avg_jct_h)
+        if not ((table.model == "sia_srpt") & (table.workload == name)).any():
+            wide = FrenzyEnv(cluster=cfg.train.cluster, workload=wl, **WIDE_WINDOWS)  # as frenzy evaluate runs it
+            pol = make_policy("sia_srpt", wide)
+            add("sia_srpt", np.nan, name, 0, run_episode(wide, pol, seed=seed).metrics["avg_jct_h"])
+    for path in args.models:
+        label = str(path)
+        if (table.model == label).any():
+            continue
+        meta = json.loads(path.with_suffix(".json").read_text()) if path.with_suffix(".json").is_file() else {}
+        decisions = _decisions(path, meta)
+        for name, wl, seed in items:
+            env = make_env(cfg.train, wl)
+            for draw in range(args.samples):
+                pol = load_knob_policy(env, path, seed=draw)
+                add(label, decisions, name, draw, run_episode(env, pol, seed=seed).metrics["avg_jct_h"])
+        _report(table, label)
+    if args.plot:
+        _plot(table, args.out / "validation_curve_knob.png")
+
+
+def _decisions(path: Path, meta: dict) -> float:
+    """Training decisions behind a model: a checkpoint's ``knob_N_steps``, else its SB3 counter."""
+    parts = path.stem.split("_")
+    if len(parts) == 3 and parts[0] == "knob" and parts[1].isdigit():
+        return float(parts[1])
+    from stable_baselines3 import PPO
+
+    return float(PPO.load(path, device="cpu").num_timesteps)
+
+
+def ratios(table, label: str):
+    """Per workload: ``label``'s mean average JCT over draws / sia_srpt's and / the plan's."""
+    m = table[table.model == label].groupby("workload").avg_jct_h.mean()
+    ref = table[table.model == "sia_srpt"].set_index("workload").avg_jct_h
+    plan = table[table.model == "plan"].set_index("workload").avg_jct_h
+    return m / ref.loc[m.index], m / plan.loc[m.index]
+
+
+def _report(table, label: str) -> None:
+    r_ref, r_plan = ratios(table, label)
+    syn = r_ref.index.str.startswith("synthetic")
+    print(f"{label}: x sia_srpt {r_ref.mean():.4f} (synthetic {r_ref[syn].mean():.4f}, trace windows "
+          f"{r_ref[~syn].mean():.4f}); x plan {r_plan.mean():.4f} (synthetic {r_plan[syn].mean():.4f}, trace "
+          f"windows {r_plan[~syn].mean():.4f})", flush=True)
+
+
+def _plot(table, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [m for m in table.model.unique() if m not in ("plan", "sia_srpt")]
+    pts = []
+    for label in labels:
+        r_ref, _ = ratios(table, label)
+        syn = r_ref.index.str.startswith("synthetic")
+        d = float(table[table.model == label].decisions.iloc[0])
+        pts.append((d, r_ref.mean(), r_ref[syn].mean(), r_ref[~syn].mean()))
+    pts.sort()
+    x = np.array(pts)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(x[:, 0], x[:, 1], "o-", label="all 16")
+    ax.plot(x[:, 0], x[:, 2], "s--", label="synthetic (8)")
+    ax.plot(x[:, 0], x[:, 3], "^--", label="trace windows (8)")
+    r_plan, _ = ratios(table, "plan")
+    ax.axhline(r_plan.mean(), color="grey", lw=1, label="the plan, margin 0")
+    ax.axhline(1.0, color="black", lw=1, label="sia_srpt")
+    ax.set_xlabel("training decisions (instants)")
+    ax.set_ylabel("validation average JCT / sia_srpt's")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

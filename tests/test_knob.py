@@ -1,0 +1,206 @@
+"""The knob agent (agents.knob): PPO chooses sia_srpt's move margin at every decision instant."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from agents.knob import (
+    KnobConfig,
+    KnobEnv,
+    KnobPolicy,
+    is_knob_model,
+    knob_features,
+    load_knob_policy,
+    play_plan,
+    save_knob_model,
+    start_at_plan,
+    train_knob,
+)
+from agents.ppo.config import TrainConfig
+from agents.ppo.workloads import make_env, training_generator
+from frenzy_env.errors import ConfigError
+from frenzy_env.evaluation import run_episode
+
+SMALL = TrainConfig(workload="mix", traces=(), jobs_range=(12, 16), load_range=(0.6, 0.9))
+
+
+def _cfg(**kw) -> KnobConfig:
+    base = dict(train=SMALL, timesteps=96, n_envs=2, n_steps=32, batch_size=32, n_epochs=1, pool=2,
+                checkpoint_every=32)
+    return KnobConfig(**{**base, **kw})
+
+
+def _model(cfg: KnobConfig, p0: float = 0.85):
+    from stable_baselines3 import PPO
+
+    model = PPO("MlpPolicy", KnobEnv(cfg), n_steps=16, batch_size=16, device="cpu", seed=0)
+    start_at_plan(model, p0)
+    return model
+
+
+@pytest.mark.parametrize(
+    "kw, field",
+    [({"levels": (0.1, 0.2)}, "levels"), ({"levels": (0.0, 0.2, 0.1)}, "levels"), ({"levels": (0.0, -1.0)}, "levels"),
+     ({"planner": "fifo"}, "planner"), ({"n_envs": 0}, "n_envs"), ({"gain": 0.0}, "gain"),
+     ({"start_plan_prob": 1.0}, "start_plan_prob"), ({"max_minutes": 0}, "max_minutes")],
+)
+def test_config_errors_name_the_field(kw, field):
+    with pytest.raises(ConfigError, match=field):
+        _cfg(**kw)
+
+
+def test_config_round_trips_and_refuses_unknown_fields():
+    cfg = _cfg(levels=(0.0, 0.3))
+    assert KnobConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
+    with pytest.raises(ConfigError, match="margins"):
+        KnobConfig.from_dict({"margins": [0.0]})
+
+
+def test_features_are_the_globals_free_gpus_and_previous_level():
+    obs = {"globals": np.arange(12, dtype=np.float32) / 10, "gpus": np.full(6, 0.5, np.float32)}
+    x = knob_features(obs, 2, 4)
+    assert x.shape == (22,) and x.dtype == np.float32
+    np.testing.assert_array_equal(x[:12], obs["globals"])
+    np.testing.assert_array_equal(x[12:18], 0.5)
+    np.testing.assert_array_equal(x[18:], [0, 0, 1, 0])
+
+
+def test_start_at_plan_sets_the_level_distribution_for_every_input():
+    cfg = _cfg()
+    model = _model(cfg, p0=0.7)
+    import torch as th
+
+    x = th.rand(5, model.observation_space.shape[0]) * 2
+    probs = model.policy.get_distribution(x).distribution.probs.detach().numpy()
+    np.testing.assert_allclose(probs, np.tile([0.7, 0.1, 0.1, 0.1], (5, 1)), rtol=1e-5)
+
+
+def test_always_level_zero_returns_exactly_zero_and_a_margin_returns_its_relative_gain():
+    """The reference is the plan with margin 0: playing level 0 at every instant is that plan (return 0);
+    another level's return is gain x (1 - its cost / the plan's cost), its cost the env's summed reward."""
+    cfg = _cfg(pool=1)
+    env = KnobEnv(cfg, seed=0)
+    ret0, steps = _play(env, 0)
+    assert ret0 == pytest.approx(0.0, abs=1e-9) and steps > 5
+    plan = play_plan(make_env(SMALL, training_generator(SMALL)), 0, "completion", margin=0.0)
+    margin = play_plan(make_env(SMALL, training_generator(SMALL)), 0, "completion", margin=0.4)
+    ret3, _ = _play(env, 3)
+    assert ret3 == pytest.approx(cfg.gain * (1 - margin.total / plan.total), rel=1e-6, abs=1e-9)
+
+
+def _play(env: KnobEnv, level: int) -> tuple[float, int]:
+    env.reset()
+    total, steps, done = 0.0, 0, False
+    while not done:
+        _, r, term, trunc, _ = env.step(level)
+        total, steps, done = total + r, steps + 1, term or trunc
+    return total, steps
+
+
+def test_each_step_is_one_decision_instant():
+    env = KnobEnv(_cfg(pool=1), seed=0)
+    env.reset()
+    times = [env.env.view.now]
+    done = False
+    while not done:
+        _, _, term, trunc, _ = env.step(1)
+        done = term or trunc
+        times.append(env.env.view.now)
+    assert all(b > a for a, b in zip(times[:-1], times[1:]))  # simulated time moves on at every step
+
+
+def test_policy_greedy_at_the_start_is_the_plan_and_sampling_is_reproducible(tmp_path):
+    cfg = _cfg()
+    save_knob_model(_model(cfg), cfg, tmp_path / "m.zip")
+    env = make_env(SMALL, training_generator(SMALL))
+    plan = play_plan(env, 7, "completion")
+    greedy = load_knob_policy(env, tmp_path / "m.zip", sample=False)
+    m = run_episode(env, greedy, seed=7).metrics
+    assert m["avg_jct_h"] == pytest.approx(plan.avg_jct_h, rel=1e-12) and m["invalid_actions"] == 0
+    assert greedy.levels_used[1:].sum() == 0 and greedy.levels_used[0] > 0
+    runs = []
+    for _ in range(2):
+        pol = load_knob_policy(env, tmp_path / "m.zip", seed=3)
+        runs.append((run_episode(env, pol, seed=7).metrics["avg_jct_h"], pol.levels_used.copy()))
+    assert runs[0][0] == runs[1][0] and (runs[0][1] == runs[1][1]).all()
+    assert runs[0][1][1:].sum() > 0  # 15% of the instants draw another level
+
+
+def test_is_knob_model(tmp_path):
+    cfg = _cfg()
+    save_knob_model(_model(cfg), cfg, tmp_path / "m.zip")
+    assert is_knob_model(tmp_path / "m.zip")
+    (tmp_path / "other.zip").write_bytes(b"")
+    (tmp_path / "other.json").write_text('{"ppo": {}}')
+    (tmp_path / "bad.json").write_text("{")
+    assert not is_knob_model(tmp_path / "other.zip") and not is_knob_model(tmp_path / "bad.zip")
+    assert not is_knob_model(tmp_path / "none.zip")
+
+
+def test_load_errors_name_the_file_and_the_version(tmp_path):
+    cfg = _cfg()
+    env = make_env(SMALL, training_generator(SMALL))
+    with pytest.raises(ConfigError, match="no file"):
+        load_knob_policy(env, tmp_path / "none.zip")
+    save_knob_model(_model(cfg), cfg, tmp_path / "m.zip")
+    meta = json.loads((tmp_path / "m.json").read_text())
+    (tmp_path / "m.json").write_text(json.dumps({**meta, "knob_version": 99}))
+    with pytest.raises(ConfigError, match="version"):
+        load_knob_policy(env, tmp_path / "m.zip")
+
+
+def test_policy_needs_an_observation(tmp_path):
+    cfg = _cfg()
+    env = make_env(SMALL, training_generator(SMALL))
+    pol = KnobPolicy(env, _model(cfg), cfg.levels)
+    env.reset(seed=0)
+    with pytest.raises(ConfigError, match="predict"):
+        pol.act(env.action_masks())
+
+
+def test_training_writes_a_model_and_resumes_from_its_last_checkpoint(tmp_path):
+    cfg = _cfg()
+    path = train_knob(cfg, tmp_path / "run", log=lambda *_: None)
+    assert path.is_file() and (tmp_path / "run" / "start.zip").is_file()
+    from stable_baselines3 import PPO
+
+    done = PPO.load(path).num_timesteps  # whole rollouts: 2 of 2 envs x 32 decisions
+    assert done == 128
+    steps = sorted(int(p.stem.split("_")[1]) for p in (tmp_path / "run" / "checkpoints").glob("*.zip"))
+    assert steps == [32, 64, 96, 128]
+    with pytest.raises(ConfigError, match="already holds a run"):
+        train_knob(cfg, tmp_path / "run", log=lambda *_: None)
+    more = KnobConfig.from_dict({**cfg.to_dict(), "timesteps": 160})
+    (tmp_path / "run" / "config.json").write_text(json.dumps(more.to_dict()))
+    logs = []
+    train_knob(more, tmp_path / "run", resume=True, log=logs.append)
+    assert any("knob_128_steps" in line and "128 decisions" in line for line in logs)
+    assert PPO.load(tmp_path / "run" / "model.zip").num_timesteps == 192
+
+
+def test_envs_share_the_pool_without_overlap():
+    """Each training env draws from its own share of the pool (each seed's reference is played once)."""
+    from agents.knob import _env_factory
+
+    cfg = _cfg(pool=7, n_envs=3)
+    shares = [_env_factory(cfg, 0, i)().seeds.tolist() for i in range(3)]
+    assert shares == [[0, 3, 6], [1, 4], [2, 5]]
+    env = KnobEnv(cfg, seed=1, seeds=[5])
+    env.reset()
+    assert env.env.episode_seed == 5
+    with pytest.raises(ConfigError, match="seeds"):
+        KnobEnv(cfg, seeds=[])
+
+
+def test_train_knob_script_quick(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("train_knob", Path(__file__).parents[1] / "scripts" / "train_knob.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--quick", "--out", str(tmp_path / "q"), "--no-progress"]) == 0
+    assert is_knob_model(tmp_path / "q" / "model.zip")
