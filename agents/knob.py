@@ -279,15 +279,27 @@ def save_knob_model(model: Any, cfg: KnobConfig, path: Path) -> None:
     path.with_suffix(".json").write_text(json.dumps(meta, indent=1))
 
 
-def is_knob_model(path: str | Path) -> bool:
-    """Whether ``path`` is a knob model: a ``.json`` beside it records a ``knob_version``."""
-    meta = Path(path).with_suffix(".json")
-    if not meta.is_file():
-        return False
+def _knob_meta(path: Path) -> dict | None:
+    """A knob model's metadata: the ``.json`` beside it, or for a checkpoint (``RUN/checkpoints/*.zip``) the
+    run's ``config.json``; None when there is neither (or it is not a knob model's)."""
+    beside = path.with_suffix(".json")
+    run_config = path.parent.parent / "config.json"
     try:
-        return "knob_version" in json.loads(meta.read_text())
-    except (ValueError, TypeError):
-        return False
+        if beside.is_file():
+            meta = json.loads(beside.read_text())
+            return meta if isinstance(meta, dict) and "knob_version" in meta else None
+        if path.parent.name == "checkpoints" and run_config.is_file():
+            cfg = KnobConfig.from_dict(json.loads(run_config.read_text()))
+            return {"knob_version": KNOB_VERSION, "levels": list(cfg.levels), "planner": cfg.planner}
+    except (ValueError, TypeError, ConfigError):
+        return None
+    return None
+
+
+def is_knob_model(path: str | Path) -> bool:
+    """Whether ``path`` is a knob model: a ``.json`` beside it records a ``knob_version``, or it is a knob
+    run's checkpoint."""
+    return _knob_meta(Path(path)) is not None
 
 
 def load_knob_policy(env: Any, path: str | Path, sample: bool = True, seed: int = 0) -> KnobPolicy:
@@ -296,11 +308,11 @@ def load_knob_policy(env: Any, path: str | Path, sample: bool = True, seed: int 
     from stable_baselines3 import PPO
 
     path = Path(path)
-    meta_path = path.with_suffix(".json")
-    for p in (path, meta_path):
-        if not p.is_file():
-            raise ConfigError(f"knob model: no file {p}")
-    meta = json.loads(meta_path.read_text())
+    meta = _knob_meta(path)
+    if not path.is_file():
+        raise ConfigError(f"knob model: no file {path}")
+    if meta is None:
+        raise ConfigError(f"knob model: no file {path.with_suffix('.json')} (nor a run's config.json above it)")
     if meta.get("knob_version") != KNOB_VERSION:
         raise ConfigError(
             f"knob model {path}: layout version {meta.get('knob_version')!r}, this code reads {KNOB_VERSION}"

@@ -204,3 +204,12 @@ def test_train_knob_script_quick(tmp_path):
     spec.loader.exec_module(mod)
     assert mod.main(["--quick", "--out", str(tmp_path / "q"), "--no-progress"]) == 0
     assert is_knob_model(tmp_path / "q" / "model.zip")
+
+
+def test_a_checkpoint_loads_with_its_runs_config(tmp_path):
+    cfg = _cfg(levels=(0.0, 0.3))
+    train_knob(cfg, tmp_path / "run", log=lambda *_: None)
+    ckpt = tmp_path / "run" / "checkpoints" / "knob_64_steps.zip"
+    assert is_knob_model(ckpt)
+    pol = load_knob_policy(make_env(SMALL, training_generator(SMALL)), ckpt)
+    assert pol.levels == (0.0, 0.3)
