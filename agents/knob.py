@@ -421,3 +421,13 @@ def _env_factory(cfg: KnobConfig, seed: int, index: int) -> Any:
 def _last_checkpoint(folder: Path) -> Path | None:
     found = sorted(folder.glob("knob_*_steps.zip"), key=lambda p: int(p.stem.split("_")[1]))
     return found[-1] if found else None
+
+
+#: the shipped knob model (session 13: 140,058 decisions of ``docs/ppo/configs/knob1.json``, 65 minutes)
+SHIPPED = Path(__file__).resolve().parent / "models" / "knob_frenzy_testbed.zip"
+
+
+def knob(env: Any) -> KnobPolicy:
+    """The shipped knob model bound to ``env``, sampling (seed 0): ``frenzy evaluate --policies agents.knob:knob``.
+    It fits ``frenzy-testbed``'s observation (6 GPU types)."""
+    return load_knob_policy(env, SHIPPED)

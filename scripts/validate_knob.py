@@ -29,6 +29,7 @@ def main() -> None:
     ap.add_argument("--run", type=Path, required=True, help="the knob run folder (its config.json gives the split)")
     ap.add_argument("--out", type=Path, required=True, help="folder of validation_knob.csv")
     ap.add_argument("--samples", type=int, default=1, help="sampled plays per workload (default 1)")
+    ap.add_argument("--greedy", action="store_true", help="models take their most likely level (label PATH:greedy)")
     ap.add_argument("--plot", action="store_true", help="draw validation_curve_knob.png from the csv")
     args = ap.parse_args()
 
@@ -61,15 +62,15 @@ def main() -> None:
             pol = make_policy("sia_srpt", wide)
             add("sia_srpt", np.nan, name, 0, run_episode(wide, pol, seed=seed).metrics["avg_jct_h"])
     for path in args.models:
-        label = str(path)
+        label = f"{path}:greedy" if args.greedy else str(path)
         if (table.model == label).any():
             continue
         meta = json.loads(path.with_suffix(".json").read_text()) if path.with_suffix(".json").is_file() else {}
         decisions = _decisions(path, meta)
         for name, wl, seed in items:
             env = make_env(cfg.train, wl)
-            for draw in range(args.samples):
-                pol = load_knob_policy(env, path, seed=draw)
+            for draw in range(1 if args.greedy else args.samples):
+                pol = load_knob_policy(env, path, seed=draw, sample=not args.greedy)
                 add(label, decisions, name, draw, run_episode(env, pol, seed=seed).metrics["avg_jct_h"])
         _report(table, label)
     if args.plot:
@@ -108,7 +109,7 @@ def _plot(table, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = [m for m in table.model.unique() if m not in ("plan", "sia_srpt")]
+    labels = [m for m in table.model.unique() if m not in ("plan", "sia_srpt") and not m.endswith(":greedy")]
     pts = []
     for label in labels:
         r_ref, _ = ratios(table, label)

@@ -213,3 +213,17 @@ def test_a_checkpoint_loads_with_its_runs_config(tmp_path):
     assert is_knob_model(ckpt)
     pol = load_knob_policy(make_env(SMALL, training_generator(SMALL)), ckpt)
     assert pol.levels == (0.0, 0.3)
+
+
+def test_the_shipped_knob_model_plays_a_legal_episode():
+    """The shipped model (frenzy-testbed) loads through the ``frenzy evaluate`` factory and plays; its levels
+    and config are recorded beside it."""
+    from agents.knob import SHIPPED, knob
+
+    meta = json.loads(SHIPPED.with_suffix(".json").read_text())
+    assert meta["levels"] == [0.0, 0.1, 0.2, 0.4] and meta["planner"] == "sia_srpt"
+    env = make_env(SMALL, training_generator(SMALL))
+    pol = knob(env)
+    m = run_episode(env, pol, seed=3).metrics
+    assert m["invalid_actions"] == 0 and m["finished"] + m["rejected"] == m["jobs"]
+    assert pol.levels_used.sum() > 0
