@@ -38,7 +38,7 @@ import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
 from agents.ppo.config import TrainConfig
-from agents.ppo.reference import ReferenceCurve, RewardShaper
+from agents.ppo.reference import ReferenceCurve, RewardShaper, play_curve
 from agents.ppo.warmstart import SiaTeacher
 from baselines.base import ScriptedPolicy
 from frenzy_env.errors import ConfigError
@@ -129,18 +129,7 @@ def knob_features(obs: dict[str, np.ndarray], prev: int, n_levels: int) -> np.nd
 
 def play_plan(env: Any, seed: int, objective: str, margin: float = 0.0) -> ReferenceCurve:
     """One episode of the planner alone (``margin`` fixed) on ``env`` reset with ``seed``: its cost curve."""
-    teacher = SiaTeacher(env, objective=objective, move_margin=margin)
-    _, info = env.reset(seed=int(seed))
-    teacher.reset()
-    times, cost, c = [float(info["time"])], [0.0], 0.0
-    done = False
-    while not done:
-        _, r, term, trunc, info = env.step(teacher.act(env.action_masks()))
-        c -= float(r)
-        times.append(float(info["time"]))
-        cost.append(c)
-        done = term or trunc
-    return ReferenceCurve(np.array(times), np.array(cost), int(env.sim.num_jobs), float(info["metrics"]["avg_jct_h"]))
+    return play_curve(env, SiaTeacher(env, objective=objective, move_margin=margin).act, seed)
 
 
 class _PlanReferences:

@@ -58,12 +58,17 @@ def run_reference(env: Any, policy: str, seed: int) -> ReferenceCurve:
 
     pol = make_policy(policy, env)
     pol.reset()
+    return play_curve(env, pol.act, seed)
+
+
+def play_curve(env: Any, act: Any, seed: int) -> ReferenceCurve:
+    """Play one episode on ``env`` reset with ``seed``, each action ``act(mask)``; its :class:`ReferenceCurve`."""
     base = env.unwrapped
     _, info = env.reset(seed=int(seed))
     times, cost, c = [float(info["time"])], [0.0], 0.0
     done = False
     while not done:
-        _, r, term, trunc, info = env.step(pol.act(base.action_masks()))
+        _, r, term, trunc, info = env.step(act(base.action_masks()))
         c -= float(r)
         times.append(float(info["time"]))
         cost.append(c)
