@@ -45,6 +45,7 @@ from frenzy_env.errors import ConfigError
 
 KNOB_VERSION = 1  # the observation and action layout below; a model records it
 OBJECTIVES = {"sia_srpt": "completion", "sia": "goodput"}
+INVALID_PENALTY = 0.01  # KnobEnv: an action that is not a level keeps the previous one and costs this much
 
 
 @dataclass(frozen=True)
@@ -188,9 +189,13 @@ class KnobEnv(gym.Env):
         return knob_features(obs, 0, len(self.levels)), info
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
-        a = int(action)
-        if not 0 <= a < len(self.levels):
-            raise ValueError(f"action must be in [0, {len(self.levels)}), got {action!r}")
+        try:
+            a = int(action)
+        except (TypeError, ValueError):
+            a = -1
+        invalid = not 0 <= a < len(self.levels)
+        if invalid:  # a no-op with a penalty: the previous level is kept
+            a = self.prev
         self.teacher.sia.move_margin = self.levels[a]
         env, t0, total = self.env, self.env.view.now, 0.0
         while True:  # the instant's steps, up to the first that moves simulated time on
@@ -199,6 +204,9 @@ class KnobEnv(gym.Env):
             if term or trunc or env.view.now != t0:
                 break
         self.prev = a
+        info["invalid_action"] = invalid
+        if invalid:
+            total -= INVALID_PENALTY
         return knob_features(obs, a, len(self.levels)), total, term, trunc, info
 
 
@@ -321,7 +329,9 @@ def train_knob(
 ) -> Path:
     """Train the knob policy with stable-baselines3 PPO into ``out`` (``config.json``, ``episodes.monitor.csv``:
     the training episodes' returns, ``checkpoints/``, ``model.zip`` + ``model.json``); ``resume`` continues from
-    the last checkpoint (episodes in flight start over). Returns the model's path."""
+    the last checkpoint (episodes in flight start over). The fresh policy picks level 0 (the plan itself) with
+    probability ``cfg.start_plan_prob`` and the others evenly (:func:`start_at_plan`), so PPO starts at the
+    planner and its gain is measured from there. Returns the model's path."""
     import torch as th
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback

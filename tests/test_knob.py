@@ -227,3 +227,22 @@ def test_the_shipped_knob_model_plays_a_legal_episode():
     m = run_episode(env, pol, seed=3).metrics
     assert m["invalid_actions"] == 0 and m["finished"] + m["rejected"] == m["jobs"]
     assert pol.levels_used.sum() > 0
+
+
+def test_an_invalid_level_is_a_no_op_with_a_penalty():
+    """An action outside the levels keeps the previous level (the same instant's steps as choosing it) and
+    costs INVALID_PENALTY; it never raises."""
+    from agents.knob import INVALID_PENALTY
+
+    cfg = _cfg(pool=1)
+    a, b = KnobEnv(cfg, seed=0), KnobEnv(cfg, seed=0)
+    a.reset(), b.reset()
+    for _ in range(3):
+        a.step(2), b.step(2)
+    oa, ra, *_, ia = a.step(2)
+    ob, rb, *_, ib = b.step(17)
+    assert ib["invalid_action"] and not ia["invalid_action"]
+    np.testing.assert_array_equal(oa, ob)
+    assert rb == pytest.approx(ra - INVALID_PENALTY)
+    _, _, *_, ic = b.step("x")
+    assert ic["invalid_action"]
