@@ -27,6 +27,8 @@ than none on validation trace windows and level on synthetic ones; the policy le
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import time
 from dataclasses import asdict, dataclass, field, fields
@@ -38,7 +40,7 @@ import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
 from agents.ppo.config import TrainConfig
-from agents.ppo.reference import ReferenceCurve, RewardShaper, play_curve
+from agents.ppo.reference import ReferenceCache, ReferenceCurve, RewardShaper, play_curve
 from agents.ppo.warmstart import SiaTeacher
 from baselines.base import ScriptedPolicy
 from frenzy_env.errors import ConfigError
@@ -133,24 +135,6 @@ def play_plan(env: Any, seed: int, objective: str, margin: float = 0.0) -> Refer
     return play_curve(env, SiaTeacher(env, objective=objective, move_margin=margin).act, seed)
 
 
-class _PlanReferences:
-    """The margin-0 plan's curves per workload seed (a :class:`~agents.ppo.reference.ReferenceCache` for a
-    planner that is not a registered baseline), played on a private env."""
-
-    def __init__(self, make_env: Any, objective: str) -> None:
-        self.make_env, self.objective = make_env, objective
-        self._env: Any = None
-        self.curves: dict[int, ReferenceCurve] = {}
-
-    def get(self, seed: int) -> ReferenceCurve:
-        seed = int(seed)
-        if seed not in self.curves:
-            if self._env is None:
-                self._env = self.make_env()
-            self.curves[seed] = play_plan(self._env, seed, self.objective)
-        return self.curves[seed]
-
-
 class KnobEnv(gym.Env):
     """The knob MDP (see the module docstring) over training workloads of ``cfg.train``: each episode's
     workload seed is drawn (a generator seeded by ``seed``) from ``seeds``, default ``range(cfg.pool)``;
@@ -166,7 +150,8 @@ class KnobEnv(gym.Env):
         self.objective = OBJECTIVES[cfg.planner]
         gen = training_generator(cfg.train)
         self.env = make_env(cfg.train, gen)
-        self.shaper = RewardShaper(_PlanReferences(lambda: make_env(cfg.train, gen), self.objective), cfg.gain, 1)
+        plan = functools.partial(play_plan, objective=self.objective)  # the margin-0 plan, once per seed
+        self.shaper = RewardShaper(ReferenceCache(lambda: make_env(cfg.train, gen), plan), cfg.gain, 1)
         self.teacher = SiaTeacher(self.env, objective=self.objective)
         self._rng = np.random.default_rng(seed)
         self.seeds = np.arange(cfg.pool) if seeds is None else np.asarray(seeds, dtype=np.int64)
@@ -339,11 +324,12 @@ def train_knob(
 
     out = Path(out)
     ckpt_dir = out / "checkpoints"
-    if resume:
+    if resume:  # the run's own config, with the budget (timesteps, max_minutes) of the one passed
         saved = KnobConfig.from_dict(json.loads((out / "config.json").read_text()))
-        if saved != cfg:
-            cfg = saved
-            log(f"resume: using the run's own config.json ({out / 'config.json'})")
+        budget = {"timesteps": cfg.timesteps, "max_minutes": cfg.max_minutes}
+        if dataclasses.replace(saved, **budget) != cfg:
+            log(f"resume: using the run's own config.json ({out / 'config.json'}) with this budget")
+        cfg = dataclasses.replace(saved, **budget)
     elif (out / "config.json").exists():
         raise ConfigError(f"{out} already holds a run: resume it or choose another --out")
     out.mkdir(parents=True, exist_ok=True)

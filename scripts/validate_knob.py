@@ -35,7 +35,7 @@ def main() -> None:
 
     import pandas as pd
 
-    from agents.knob import KnobConfig, load_knob_policy, play_plan
+    from agents.knob import OBJECTIVES, KnobConfig, load_knob_policy, play_plan
     from agents.ppo.workloads import make_env, validation_workloads
     from baselines import make_policy
     from frenzy_env.env import FrenzyEnv
@@ -56,7 +56,7 @@ def main() -> None:
     for name, wl, seed in items:  # the references, once per workload
         env = make_env(cfg.train, wl)
         if not ((table.model == "plan") & (table.workload == name)).any():
-            add("plan", np.nan, name, 0, play_plan(env, seed, "completion").avg_jct_h)
+            add("plan", np.nan, name, 0, play_plan(env, seed, OBJECTIVES[cfg.planner]).avg_jct_h)
         if not ((table.model == "sia_srpt") & (table.workload == name)).any():
             wide = FrenzyEnv(cluster=cfg.train.cluster, workload=wl, **WIDE_WINDOWS)  # as frenzy evaluate runs it
             pol = make_policy("sia_srpt", wide)

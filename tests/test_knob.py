@@ -246,3 +246,17 @@ def test_an_invalid_level_is_a_no_op_with_a_penalty():
     assert rb == pytest.approx(ra - INVALID_PENALTY)
     _, _, *_, ic = b.step("x")
     assert ic["invalid_action"]
+
+
+def test_resume_keeps_the_runs_config_but_takes_the_new_budget(tmp_path):
+    cfg = _cfg(timesteps=64)
+    train_knob(cfg, tmp_path / "run", log=lambda *_: None)
+    other = KnobConfig.from_dict({**cfg.to_dict(), "timesteps": 128, "n_epochs": 3})
+    logs = []
+    train_knob(other, tmp_path / "run", resume=True, log=logs.append)
+    saved = KnobConfig.from_dict(json.loads((tmp_path / "run" / "config.json").read_text()))
+    assert saved.timesteps == 128 and saved.n_epochs == 1
+    assert any("with this budget" in line for line in logs)
+    from stable_baselines3 import PPO
+
+    assert PPO.load(tmp_path / "run" / "model.zip").num_timesteps == 128

@@ -88,12 +88,14 @@ def differenced_reward(curve: ReferenceCurve, r_env: float, t0: float, t1: float
 
 class ReferenceCache:
     """Reference curves per workload seed, computed on first use on a private env (``make_env()``); at most
-    ``max_cached`` curves are kept (the oldest go first)."""
+    ``max_cached`` curves are kept (the oldest go first). ``policy``: a baseline's name (played by
+    :func:`run_reference`), or a function ``play(env, seed) -> ReferenceCurve`` for a reference that is not
+    a registered baseline (the knob agent's plan)."""
 
-    def __init__(self, make_env: Any, policy: str, max_cached: int | None = None) -> None:
+    def __init__(self, make_env: Any, policy: Any, max_cached: int | None = None) -> None:
         from baselines import POLICIES
 
-        if policy not in POLICIES:
+        if not callable(policy) and policy not in POLICIES:
             raise ConfigError(f"ppo.reference: unknown baseline policy {policy!r} (known: {', '.join(POLICIES)})")
         self.make_env, self.policy = make_env, policy
         self._env: Any = None
@@ -108,7 +110,8 @@ class ReferenceCache:
         if curve is None:
             if self._env is None:
                 self._env = self.make_env()
-            curve = self.curves[seed] = run_reference(self._env, self.policy, seed)
+            play = self.policy if callable(self.policy) else lambda env, s: run_reference(env, self.policy, s)
+            curve = self.curves[seed] = play(self._env, seed)
             self.runs += 1
             if self.max_cached is not None and len(self.curves) > self.max_cached:
                 del self.curves[next(iter(self.curves))]
