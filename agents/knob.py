@@ -45,8 +45,9 @@ from agents.ppo.warmstart import SiaTeacher
 from baselines.base import ScriptedPolicy
 from frenzy_env.errors import ConfigError
 
-KNOB_VERSION = 1  # the observation and action layout below; a model records it
+KNOB_VERSION = 2  # the observation and action layout below; a model records it (1: per-type GPU features only)
 OBJECTIVES = {"sia_srpt": "completion", "sia": "goodput"}
+GPU_FEATURES = ("summary", "per_type")  # KnobConfig.gpu_features: how the observation shows the GPU types
 INVALID_PENALTY = 0.01  # KnobEnv: an action that is not a level keeps the previous one and costs this much
 
 
@@ -56,7 +57,10 @@ class KnobConfig:
     for the cluster, windows and workload splits (its PPO fields are unused); ``levels``: the move margins
     the policy chooses among (ascending, the first 0: the reference plan); ``planner``: ``"sia_srpt"`` or
     ``"sia"``'s objective; ``pool``: training episodes draw their workload seed from this many (each seed's
-    reference plan is played once); the rest are stable-baselines3 PPO's."""
+    reference plan is played once); ``gpu_features``: ``"summary"`` (the smallest, largest and GPU-weighted
+    mean free fraction over the GPU types: the same three numbers on every cluster, so the model plays on any
+    cluster) or ``"per_type"`` (each type's free fraction and share, version 1's layout: the training
+    cluster's types only); the rest are stable-baselines3 PPO's."""
 
     train: TrainConfig = field(default_factory=TrainConfig)
     levels: tuple[float, ...] = (0.0, 0.1, 0.2, 0.4)
@@ -77,6 +81,7 @@ class KnobConfig:
     checkpoint_every: int = 8192
     max_minutes: float | None = None
     start_plan_prob: float = 0.85
+    gpu_features: str = "summary"
 
     def __post_init__(self) -> None:
         lv = self.levels
@@ -86,6 +91,8 @@ class KnobConfig:
             raise ConfigError(f"levels must ascend from 0 without repeats, got {lv!r}")
         if self.planner not in OBJECTIVES:
             raise ConfigError(f"planner must be one of {sorted(OBJECTIVES)}, got {self.planner!r}")
+        if self.gpu_features not in GPU_FEATURES:
+            raise ConfigError(f"gpu_features must be one of {list(GPU_FEATURES)}, got {self.gpu_features!r}")
         for name in ("timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "pool", "checkpoint_every"):
             v = getattr(self, name)
             if not (isinstance(v, int) and v >= 1):
@@ -115,6 +122,7 @@ class KnobConfig:
         if unknown:
             raise ConfigError(f"unknown knob config field(s): {', '.join(unknown)} (known: {', '.join(sorted(known))})")
         d = dict(data)
+        d.setdefault("gpu_features", "per_type")  # a config saved before the field existed (version 1)
         if "train" in d:
             d["train"] = TrainConfig.from_dict(d["train"])
         for name in ("levels", "net_arch"):
@@ -123,11 +131,32 @@ class KnobConfig:
         return cls(**d)
 
 
-def knob_features(obs: dict[str, np.ndarray], prev: int, n_levels: int) -> np.ndarray:
-    """The policy's input: the env observation's ``globals`` and ``gpus``, and the previous level one-hot."""
+def gpu_summary(gpus: np.ndarray) -> np.ndarray:
+    """The observation's ``gpus`` block (each type's free fraction, then each type's share of the GPUs) as
+    three numbers whatever the number of types: the smallest and largest free fraction, and the free
+    fraction of all GPUs (the shares' weighted mean)."""
+    gpus = np.asarray(gpus, dtype=np.float32).reshape(-1)
+    n = gpus.size // 2
+    if n == 0 or gpus.size != 2 * n:
+        raise ConfigError(f"gpus: expected free fractions then shares (an even, non-zero length), got {gpus.size}")
+    free, share = gpus[:n], gpus[n:]
+    return np.array([free.min(), free.max(), float(free @ share)], dtype=np.float32)
+
+
+def knob_features(obs: dict[str, np.ndarray], prev: int, n_levels: int, gpu_features: str = "summary") -> np.ndarray:
+    """The policy's input: the env observation's ``globals``, its ``gpus`` (:func:`gpu_summary`, or the
+    block as it is with ``gpu_features="per_type"``) and the previous level one-hot."""
     one = np.zeros(n_levels, dtype=np.float32)
     one[prev] = 1.0
-    return np.concatenate([obs["globals"], obs["gpus"], one]).astype(np.float32)
+    gpus = gpu_summary(obs["gpus"]) if gpu_features == "summary" else np.asarray(obs["gpus"]).reshape(-1)
+    return np.concatenate([np.asarray(obs["globals"]).reshape(-1), gpus, one]).astype(np.float32)
+
+
+def knob_input_size(env: Any, n_levels: int, gpu_features: str) -> int:
+    """The length of :func:`knob_features` on ``env``'s observation."""
+    space = env.unwrapped.observation_space
+    gpus = 3 if gpu_features == "summary" else space["gpus"].shape[0]
+    return len(space["globals"].low) + gpus + n_levels
 
 
 def play_plan(env: Any, seed: int, objective: str, margin: float = 0.0) -> ReferenceCurve:
@@ -157,8 +186,7 @@ class KnobEnv(gym.Env):
         self.seeds = np.arange(cfg.pool) if seeds is None else np.asarray(seeds, dtype=np.int64)
         if self.seeds.size == 0:
             raise ConfigError("KnobEnv: no workload seeds to draw from")
-        n_gpus = self.env.observation_space["gpus"].shape[0]
-        dim = len(self.env.observation_space["globals"].low) + n_gpus + len(self.levels)
+        dim = knob_input_size(self.env, len(self.levels), cfg.gpu_features)
         self.observation_space = gym.spaces.Box(0.0, 2.0, (dim,), np.float32)
         self.action_space = gym.spaces.Discrete(len(self.levels))
         self.prev = 0
@@ -171,7 +199,10 @@ class KnobEnv(gym.Env):
         self.teacher.reset()
         self.shaper.start(0, workload, info["time"], self.env.sim.num_jobs)
         self.prev = 0
-        return knob_features(obs, 0, len(self.levels)), info
+        return self._features(obs, 0), info
+
+    def _features(self, obs: dict[str, np.ndarray], prev: int) -> np.ndarray:
+        return knob_features(obs, prev, len(self.levels), self.cfg.gpu_features)
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
         try:
@@ -192,7 +223,7 @@ class KnobEnv(gym.Env):
         info["invalid_action"] = invalid
         if invalid:
             total -= INVALID_PENALTY
-        return knob_features(obs, a, len(self.levels)), total, term, trunc, info
+        return self._features(obs, a), total, term, trunc, info
 
 
 class KnobPolicy(ScriptedPolicy):
@@ -200,15 +231,19 @@ class KnobPolicy(ScriptedPolicy):
     decision of each simulated instant it picks a level from the observation :meth:`predict` is given, then
     carries the planner's steps out. ``levels`` and ``planner`` are the model's (:func:`load_knob_policy`);
     ``sample``: draw the level (generator re-seeded at every :meth:`reset` from ``seed`` and the episode's
-    seed) or take the most likely one. ``levels_used`` counts each level's choices this episode."""
+    seed) or take the most likely one; ``gpu_features``: the model's input layout (:class:`KnobConfig`).
+    ``levels_used`` counts each level's choices this episode."""
 
     name = "knob"
 
     def __init__(self, env: Any, model: Any, levels: tuple[float, ...], planner: str = "sia_srpt",
-                 sample: bool = True, seed: int = 0) -> None:
+                 sample: bool = True, seed: int = 0, gpu_features: str = "summary") -> None:
         super().__init__(env)
         if planner not in OBJECTIVES:
             raise ConfigError(f"planner must be one of {sorted(OBJECTIVES)}, got {planner!r}")
+        if gpu_features not in GPU_FEATURES:
+            raise ConfigError(f"gpu_features must be one of {list(GPU_FEATURES)}, got {gpu_features!r}")
+        self.gpu_features = gpu_features
         self.model, self.levels, self.sample, self.seed = model, tuple(levels), bool(sample), int(seed)
         self.teacher = SiaTeacher(self.env, objective=OBJECTIVES[planner])
         self._obs: dict[str, np.ndarray] | None = None
@@ -226,7 +261,7 @@ class KnobPolicy(ScriptedPolicy):
         """The model's distribution over the levels for observation ``obs`` (previous level :attr:`prev`)."""
         import torch as th
 
-        x = th.as_tensor(knob_features(obs, self.prev, len(self.levels)))[None]
+        x = th.as_tensor(knob_features(obs, self.prev, len(self.levels), self.gpu_features))[None]
         with th.no_grad():
             probs = self.model.policy.get_distribution(x).distribution.probs
         return probs.numpy()[0].astype(np.float64)
@@ -257,7 +292,8 @@ def save_knob_model(model: Any, cfg: KnobConfig, path: Path) -> None:
     """``model`` to ``path`` (an SB3 zip) with ``path.with_suffix('.json')``: the config and layout version."""
     path = Path(path)
     model.save(path)
-    meta = {"knob_version": KNOB_VERSION, "levels": list(cfg.levels), "planner": cfg.planner, "config": cfg.to_dict()}
+    meta = {"knob_version": KNOB_VERSION, "levels": list(cfg.levels), "planner": cfg.planner,
+            "gpu_features": cfg.gpu_features, "config": cfg.to_dict()}
     path.with_suffix(".json").write_text(json.dumps(meta, indent=1))
 
 
@@ -272,7 +308,8 @@ def _knob_meta(path: Path) -> dict | None:
             return meta if isinstance(meta, dict) and "knob_version" in meta else None
         if path.parent.name == "checkpoints" and run_config.is_file():
             cfg = KnobConfig.from_dict(json.loads(run_config.read_text()))
-            return {"knob_version": KNOB_VERSION, "levels": list(cfg.levels), "planner": cfg.planner}
+            return {"knob_version": KNOB_VERSION, "levels": list(cfg.levels), "planner": cfg.planner,
+                    "gpu_features": cfg.gpu_features}
     except (ValueError, TypeError, ConfigError):
         return None
     return None
@@ -295,18 +332,21 @@ def load_knob_policy(env: Any, path: str | Path, sample: bool = True, seed: int 
         raise ConfigError(f"knob model: no file {path}")
     if meta is None:
         raise ConfigError(f"knob model: no file {path.with_suffix('.json')} (nor a run's config.json above it)")
-    if meta.get("knob_version") != KNOB_VERSION:
+    if meta.get("knob_version") not in (1, KNOB_VERSION):
         raise ConfigError(
-            f"knob model {path}: layout version {meta.get('knob_version')!r}, this code reads {KNOB_VERSION}"
+            f"knob model {path}: layout version {meta.get('knob_version')!r}, this code reads 1 and {KNOB_VERSION}"
         )
+    gpu_features = meta.get("gpu_features", "per_type")  # version 1 knew only the per-type layout
     model = PPO.load(path, device="cpu")
-    want = len(env.unwrapped.observation_space["globals"].low) + env.unwrapped.observation_space["gpus"].shape[0]
-    if model.observation_space.shape[0] != want + len(meta["levels"]):
+    want = knob_input_size(env, len(meta["levels"]), gpu_features)
+    if model.observation_space.shape[0] != want:
         raise ConfigError(
             f"knob model {path}: trained for another cluster's observation (input"
-            f" {model.observation_space.shape[0]}, this env {want + len(meta['levels'])})"
+            f" {model.observation_space.shape[0]}, this env {want}; gpu_features={gpu_features!r} models fit only"
+            " clusters with the training cluster's number of GPU types)"
         )
-    return KnobPolicy(env, model, tuple(meta["levels"]), meta["planner"], sample=sample, seed=seed)
+    return KnobPolicy(env, model, tuple(meta["levels"]), meta["planner"], sample=sample, seed=seed,
+                      gpu_features=gpu_features)
 
 
 def train_knob(

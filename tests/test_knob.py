@@ -11,6 +11,7 @@ from agents.knob import (
     KnobConfig,
     KnobEnv,
     KnobPolicy,
+    gpu_summary,
     is_knob_model,
     knob_features,
     load_knob_policy,
@@ -45,7 +46,8 @@ def _model(cfg: KnobConfig, p0: float = 0.85):
     "kw, field",
     [({"levels": (0.1, 0.2)}, "levels"), ({"levels": (0.0, 0.2, 0.1)}, "levels"), ({"levels": (0.0, -1.0)}, "levels"),
      ({"planner": "fifo"}, "planner"), ({"n_envs": 0}, "n_envs"), ({"gain": 0.0}, "gain"),
-     ({"start_plan_prob": 1.0}, "start_plan_prob"), ({"max_minutes": 0}, "max_minutes")],
+     ({"start_plan_prob": 1.0}, "start_plan_prob"), ({"max_minutes": 0}, "max_minutes"),
+     ({"gpu_features": "types"}, "gpu_features")],
 )
 def test_config_errors_name_the_field(kw, field):
     with pytest.raises(ConfigError, match=field):
@@ -61,11 +63,51 @@ def test_config_round_trips_and_refuses_unknown_fields():
 
 def test_features_are_the_globals_free_gpus_and_previous_level():
     obs = {"globals": np.arange(12, dtype=np.float32) / 10, "gpus": np.full(6, 0.5, np.float32)}
-    x = knob_features(obs, 2, 4)
+    x = knob_features(obs, 2, 4, "per_type")
     assert x.shape == (22,) and x.dtype == np.float32
     np.testing.assert_array_equal(x[:12], obs["globals"])
     np.testing.assert_array_equal(x[12:18], 0.5)
     np.testing.assert_array_equal(x[18:], [0, 0, 1, 0])
+
+
+def test_summary_features_are_the_same_three_numbers_on_any_cluster():
+    # 3 types: free 0.5, 0.0, 1.0 of shares 0.5, 0.25, 0.25 -> min 0, max 1, all GPUs 0.25 + 0 + 0.25 = 0.5
+    obs = {"globals": np.zeros(12, np.float32), "gpus": np.array([0.5, 0.0, 1.0, 0.5, 0.25, 0.25], np.float32)}
+    x = knob_features(obs, 0, 4)
+    assert x.shape == (19,)
+    np.testing.assert_allclose(x[12:15], [0.0, 1.0, 0.5])
+    np.testing.assert_allclose(gpu_summary(np.array([0.2, 0.6, 0.25, 0.75])), [0.2, 0.6, 0.5])  # 2 types
+    with pytest.raises(ConfigError, match="gpus"):
+        gpu_summary(np.zeros(5))
+
+
+def test_a_summary_model_plays_on_a_cluster_with_other_gpu_types_and_a_per_type_one_is_refused(tmp_path):
+    import gymnasium as gym
+
+    for features in ("summary", "per_type"):
+        cfg = _cfg(gpu_features=features)
+        save_knob_model(_model(cfg), cfg, tmp_path / f"{features}.zip")
+    other = gym.make("frenzy/Doubling64-v4", workload="synthetic-small").unwrapped  # one GPU type, not three
+    policy = load_knob_policy(other, tmp_path / "summary.zip")
+    assert policy.gpu_features == "summary"
+    result = run_episode(other, policy, seed=0)
+    assert result.metrics["finished"] == result.metrics["jobs"] and result.metrics["invalid_actions"] == 0
+    with pytest.raises(ConfigError, match="number of GPU types"):
+        load_knob_policy(other, tmp_path / "per_type.zip")
+
+
+def test_a_version_1_config_and_model_read_as_per_type(tmp_path):
+    cfg = _cfg(gpu_features="per_type")
+    data = cfg.to_dict()
+    del data["gpu_features"]  # as session 13 wrote it
+    assert KnobConfig.from_dict(data).gpu_features == "per_type"
+    save_knob_model(_model(cfg), cfg, tmp_path / "m.zip")
+    meta = json.loads((tmp_path / "m.json").read_text())
+    del meta["gpu_features"]
+    meta["knob_version"] = 1
+    (tmp_path / "m.json").write_text(json.dumps(meta))
+    env = make_env(SMALL, training_generator(SMALL))
+    assert load_knob_policy(env, tmp_path / "m.zip").gpu_features == "per_type"
 
 
 def test_start_at_plan_sets_the_level_distribution_for_every_input():
