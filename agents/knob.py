@@ -10,11 +10,13 @@ and the instant's steps are carried out. A scripted check found a fixed margin o
 than none on validation trace windows and level on synthetic ones; the policy learns when moving pays.
 
 * **MDP** (:class:`KnobEnv`): one step per decision instant, ``Discrete(len(levels))``; the observation is
-  the env's whole-system aggregates (``globals``), free GPUs per type (``gpus``) and the previous level
-  (one-hot); the reward is the env's (``-(jobs in system) x hours``), differenced against the planner with
-  margin 0 on the same arrivals (the input-dependent baseline of ``agents.ppo.reference``, cached per
-  workload seed) and scaled by ``gain`` / that reference's cost, so an episode returns ``gain x (1 - cost /
-  plan's cost)``: exactly the knob's worth, undiscounted.
+  the env's whole-system aggregates (``globals``), the smallest, largest and overall free fraction over the
+  GPU types (:func:`gpu_summary`; the same on every cluster, so a model plays on any; version 1 models saw
+  each type's, ``gpu_features="per_type"``) and the previous level (one-hot); the reward is the env's
+  (``-(jobs in system) x hours``), differenced against the planner with margin 0 on the same arrivals (the
+  input-dependent baseline of ``agents.ppo.reference``, cached per workload seed) and scaled by ``gain`` /
+  that reference's cost, so an episode returns ``gain x (1 - cost / plan's cost)``: exactly the knob's
+  worth, undiscounted.
 * **Training** (:func:`train_knob`): stable-baselines3's PPO, an MLP, envs in subprocesses, checkpoints
   every ``checkpoint_every`` decisions (``resume`` continues from the last one).
 * **Acting** (:class:`KnobPolicy`, :func:`load_knob_policy`): a policy like any other for
@@ -448,11 +450,13 @@ def _last_checkpoint(folder: Path) -> Path | None:
     return found[-1] if found else None
 
 
-#: the shipped knob model (session 13: 140,058 decisions of ``docs/ppo/configs/knob1.json``, 65 minutes)
+#: the shipped knob model (session 14: the 57,344-decision checkpoint of ``docs/ppo/configs/knob2.json``, the best
+#: of seven on the validation split; ``gpu_features="summary"``, so it plays on any cluster)
 SHIPPED = Path(__file__).resolve().parent / "models" / "knob_frenzy_testbed.zip"
 
 
 def knob(env: Any) -> KnobPolicy:
-    """The shipped knob model bound to ``env``, sampling (seed 0): ``frenzy evaluate --policies agents.knob:knob``.
-    It fits ``frenzy-testbed``'s observation (6 GPU types)."""
+    """The shipped knob model bound to ``env``, sampling (seed 0): ``frenzy evaluate --policies agents.knob:knob``
+    (the ``ppo`` policy of ``frenzy evaluate`` plays the same model). Its ``gpu_features`` decide which
+    clusters it fits (``"summary"``: any)."""
     return load_knob_policy(env, SHIPPED)

@@ -17,6 +17,9 @@ Every policy of ``baselines.POLICIES`` except masked random, plus ``ppo`` (``--m
 (ppo against every other policy, paired per workload) and, with
 ``--run``, copies the run's ``learning_curve.csv`` and ``learning_curve.png`` (validation average JCT against
 training decisions, with the reference's) into ``--out``.
+
+A test split in two processes: ``--test-split --shard 0/2 --out OUT0`` and ``--shard 1/2 --out OUT1``, then
+``--policies '' --combine OUT0/episodes.csv --combine OUT1/episodes.csv --out OUT`` (merges, plays nothing).
 """
 
 from __future__ import annotations
@@ -27,7 +30,6 @@ import json
 import shutil
 from pathlib import Path
 
-from agents.knob import is_knob_model, load_knob_policy
 from agents.ppo import DEFAULT_MODEL_PATH, TEST_SEED_START, TrainConfig, load_policy, test_workloads
 from baselines import POLICIES, make_policy
 from frenzy_env.env import FrenzyEnv
@@ -51,13 +53,12 @@ def _policies(names: list[str], model: Path, models: dict[str, Path], seed: int 
     (or greedy); scripted baselines with every job within reach (wide windows), as in frenzy evaluate (left
     out with ``only_models``). A name ``NAME:k=v:k=v`` passes keywords to ``make_policy``
     (``srpt_est:grow=False``) and keeps the whole spec as its label. A knob model (``agents.knob``: a ``.json``
-    with a ``knob_version`` beside the zip) plays as a :class:`~agents.knob.KnobPolicy`."""
+    with a ``knob_version`` beside the zip) plays as a :class:`~agents.knob.KnobPolicy` (``load_policy``)."""
     out: dict = {}
     for spec in names:
         if spec == "ppo" or spec in models:
             path = model if spec == "ppo" else models[spec]
-            load = load_knob_policy if is_knob_model(path) else load_policy
-            out[spec] = lambda env, path=path, load=load: load(env, path, sample=not greedy, seed=seed)
+            out[spec] = lambda env, path=path: load_policy(env, path, sample=not greedy, seed=seed)
             continue
         if only_models:
             continue
@@ -138,7 +139,8 @@ def main() -> None:
     ap.add_argument("--workloads", default="synthetic,itp-default")
     ap.add_argument(
         "--policies", default=None,
-        help="comma list (default: every baseline but random, + ppo); NAME:k=v:k=v passes keywords",
+        help="comma list (default: every baseline but random, + ppo); NAME:k=v:k=v passes keywords; '' plays "
+        "nothing and only merges the --combine files",
     )
     ap.add_argument(
         "--samples", type=int, default=3,
@@ -152,7 +154,7 @@ def main() -> None:
     ap.add_argument(
         "--shard", default=None, metavar="K/N",
         help="with --test-split: only the test workloads whose index is K modulo N (run N processes, K = 0..N-1, "
-        "then --combine their episodes.csv)",
+        "each with its own --out: a shard rewrites its --out's episodes.csv; then --combine their episodes.csv)",
     )
     args = ap.parse_args()
     if args.test_split and args.run is None:
@@ -173,7 +175,10 @@ def main() -> None:
         if not eq or not Path(path).is_file():
             ap.error(f"--labelled-model: expected NAME=PATH of an existing file, got {item!r}")
         models[name] = Path(path)
-    names = args.policies.split(",") if args.policies else [p for p in POLICIES if p != "random"] + ["ppo"]
+    default = [p for p in POLICIES if p != "random"] + ["ppo"]
+    names = default if args.policies is None else [n for n in args.policies.split(",") if n]
+    if not names and not args.combine:
+        ap.error("--policies '' plays nothing: give --combine files to merge (the shards of a test split)")
     if args.samples < 1:
         ap.error(f"--samples must be >= 1, got {args.samples}")
     import pandas as pd
@@ -198,9 +203,7 @@ def main() -> None:
                 on_episode=save,
             )
         done.append(part.assign(sample=sample))
-    episodes = pd.concat(done, ignore_index=True)
-    if args.combine:
-        episodes = pd.concat([*(pd.read_csv(p) for p in args.combine), episodes], ignore_index=True)
+    episodes = pd.concat([*(pd.read_csv(p) for p in args.combine), *done], ignore_index=True)
     episodes.to_csv(args.out / "episodes.csv", index=False)
     summary = summarise(episodes)
     if args.test_split:  # one row per policy over every test workload, too

@@ -19,7 +19,7 @@ from agents.ppo import DEFAULT_MODEL_PATH
 from frenzy_env.cli import main
 from frenzy_env.cli.manifest import file_record
 from frenzy_env.cli.policies import model_arg, resolve
-from frenzy_env.errors import FrenzyError
+from frenzy_env.errors import ConfigError, FrenzyError
 from frenzy_env.policy import as_policy
 
 QUICK = ["--workload", "synthetic-small", "--max-jobs", "8", "--seeds", "1", "--no-progress"]
@@ -223,3 +223,19 @@ def test_ppo_models_sample_unless_greedy_is_asked_for():
     greedy = resolve(["ppo"], [("b", DEFAULT_MODEL_PATH)], None, greedy=True)
     assert [s.factory(env).sample for s in sampled] == [True, True]
     assert [s.factory(env).sample for s in greedy] == [False, False]
+
+
+def test_the_ppo_policy_plays_the_shipped_knob_agent_and_load_policy_reads_knob_models():
+    from agents.knob import SHIPPED, KnobPolicy
+    from agents.ppo import PPOPolicy, load_policy
+    from frenzy_env.env import FrenzyEnv
+
+    env = FrenzyEnv(workload="synthetic-small")
+    (spec,) = resolve(["ppo"], [], None)
+    assert spec.source == str(SHIPPED)
+    policy = spec.factory(env)
+    assert isinstance(policy, KnobPolicy) and policy.sample
+    assert isinstance(load_policy(env, SHIPPED, sample=False), KnobPolicy)
+    assert isinstance(load_policy(env), PPOPolicy)  # the action-level model stays the default of load_policy
+    with pytest.raises(ConfigError, match="knob model"):
+        load_policy(None, SHIPPED)

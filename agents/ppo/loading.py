@@ -27,7 +27,8 @@ from frenzy_env.errors import ConfigError
 from frenzy_env.observation import OBS_VERSION
 
 MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
-#: The trained model shipped with the package (frenzy-testbed cluster, 32 queue / 16 running slots).
+#: The action-level MaskablePPO model shipped with the package (frenzy-testbed's spaces). ``frenzy evaluate``'s
+#: ``ppo`` plays the knob agent, :data:`agents.knob.SHIPPED`, which any cluster can run.
 DEFAULT_MODEL_PATH = MODELS_DIR / "ppo_frenzy_testbed.zip"
 #: The full training configuration of :data:`DEFAULT_MODEL_PATH`.
 DEFAULT_CONFIG_PATH = MODELS_DIR / "ppo_frenzy_testbed.json"
@@ -196,8 +197,10 @@ def read_model(path: str | os.PathLike, any_obs_version: bool = False) -> Any:
 
 def load_policy(
     env: Any = None, path: str | os.PathLike | None = None, sample: bool = True, seed: int = 0
-) -> PPOPolicy:
-    """Load a trained MaskablePPO model (default: the shipped :data:`DEFAULT_MODEL_PATH`) for ``env``.
+) -> Any:
+    """Load a trained MaskablePPO model (default: the shipped action-level :data:`DEFAULT_MODEL_PATH`) for
+    ``env``; a knob model (a ``.json`` beside it records a ``knob_version``: :mod:`agents.knob`, such as the
+    shipped agent :data:`agents.knob.SHIPPED`) loads as an :class:`agents.knob.KnobPolicy`.
 
     Security: the file is unpickled (stable-baselines3 stores objects with cloudpickle), which can run
     arbitrary code: load only files you trust. ``path`` must be an existing regular file (a directory, a
@@ -211,6 +214,12 @@ def load_policy(
     """
     p = check_model_path(DEFAULT_MODEL_PATH if path is None else path)
     th.set_num_threads(1)  # one observation per call: extra threads only add synchronisation
+    from agents.knob import is_knob_model, load_knob_policy  # (agents.knob imports this package)
+
+    if is_knob_model(p):  # a knob model (agents.knob): the planner with a learnt move margin
+        if env is None:
+            raise ConfigError(f"model {str(p)!r} is a knob model, which drives a planner on an env: pass the env")
+        return load_knob_policy(env, p, sample=sample, seed=seed)
     model = read_model(p)
     if env is not None:
         base = env.unwrapped

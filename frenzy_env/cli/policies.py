@@ -136,9 +136,11 @@ def module_of(spec: PolicySpec) -> Any:
 
 
 def _default_model() -> Path:
-    from agents.ppo import DEFAULT_MODEL_PATH
+    """The ``ppo`` policy's model: the shipped knob agent (``agents.knob.SHIPPED``, PPO-trained move margins
+    of the ``sia_srpt`` planner; it fits every cluster)."""
+    from agents.knob import SHIPPED
 
-    return DEFAULT_MODEL_PATH
+    return SHIPPED
 
 
 def _builtin_factory(name: str) -> Callable[[Any], Any]:

@@ -1,0 +1,57 @@
+"""``scripts/evaluate_ppo.py``: merging the shards of a test split (``--policies '' --combine``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from baselines import make_policy
+from frenzy_env.env import FrenzyEnv
+from frenzy_env.evaluation import evaluate
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "evaluate_ppo.py"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("evaluate_ppo", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _episodes(seed: int) -> pd.DataFrame:
+    _, episodes = evaluate(
+        lambda wl, **kw: FrenzyEnv(workload=wl, **kw),
+        {"fifo": lambda env: make_policy("fifo", env), "srpt_est": lambda env: make_policy("srpt_est", env)},
+        ["synthetic-small"], [seed], progress=False,
+    )
+    return episodes
+
+
+def test_combine_alone_merges_shards_without_playing(tmp_path, monkeypatch):
+    parts = [_episodes(0), _episodes(1)]
+    paths = []
+    for k, part in enumerate(parts):
+        paths.append(tmp_path / f"shard{k}.csv")
+        part.to_csv(paths[-1], index=False)
+    out = tmp_path / "out"
+    argv = ["evaluate_ppo.py", "--policies", "", "--combine", str(paths[0]), "--combine", str(paths[1]),
+            "--out", str(out)]
+    monkeypatch.setattr(sys, "argv", argv)
+    _script().main()
+    merged = pd.read_csv(out / "episodes.csv")
+    assert len(merged) == 4 and sorted(merged.seed.unique()) == [0, 1]  # both shards' rows, nothing played
+    expected = pd.concat(parts, ignore_index=True)
+    assert merged.avg_jct_h.tolist() == pytest.approx(expected.avg_jct_h.tolist())
+    assert (out / "summary.md").read_text().count("| synthetic-small |") == 2  # one row per policy
+
+
+def test_an_empty_policy_list_without_files_to_merge_is_refused(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["evaluate_ppo.py", "--policies", "", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit):
+        _script().main()
+    assert "--combine" in capsys.readouterr().err
