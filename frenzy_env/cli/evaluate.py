@@ -18,7 +18,8 @@ DEFAULT_POLICIES = ("frenzy", "asrpt", "doubling", "srpt_est", "fifo", "sjf", "p
 
 
 def default_policies() -> list[str]:
-    """The papers' baselines, srpt_est, fifo, the sjf oracle and the shipped PPO agent. ``sia`` and ``sia_srpt``
+    """The papers' baselines, srpt_est, fifo, the sjf oracle and ``ppo`` (the shipped knob agent: ``sia_srpt``'s
+    planner with PPO-trained move margins, minutes per episode). ``sia`` and ``sia_srpt``
     (about ten minutes per episode on the default workload: a MILP every 60 s), masked ``random`` and ``rllib`` (an
     RLlib checkpoint, with ``--rllib-checkpoint``) run when asked for with ``--policies``."""
     return list(DEFAULT_POLICIES)
@@ -64,15 +65,17 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--predictor", choices=("frenzy", "extended", "oracle"), default="extended")
     p.add_argument(
         "--model", type=model_arg, action="append", default=[], metavar="[NAME=]PATH",
-        help="a MaskablePPO zip: PATH is the 'ppo' policy's model (default: the model shipped in agents/models); "
+        help="a MaskablePPO zip or a knob model (agents.knob): PATH is the 'ppo' policy's model (default: the knob "
+        "agent shipped in agents/models); "
         "NAME=PATH is a policy of its own called NAME, evaluated with the others (repeatable: one per model). "
         "Every model is loaded and checked against the env before any episode. Loading a model runs pickle: "
         "only load files you trust.",
     )
     p.add_argument(
         "--greedy", action="store_true",
-        help="PPO models take their most likely action; by default they sample from their distribution as in "
-        "training, seeded per episode (the greedy action of the shipped agent loops: docs/ppo/training.md)",
+        help="PPO models take their most likely action (a knob model: its most likely margin); by default they "
+        "sample from their distribution as in training, seeded per episode (the greedy action of the shipped "
+        "action-level agent loops: docs/ppo/training.md)",
     )
     p.add_argument(
         "--rllib-checkpoint", type=Path, default=None, metavar="PATH",
