@@ -7,8 +7,10 @@ Every model plays each validation workload of the run's config (``agents.ppo.val
 synthetic seeds 500, ... and fixed windows of the validation clusters; never the test split) ``--samples``
 times (sampled levels, draw k re-seeded with k), next to ``sia_srpt`` and the plan with margin 0, played
 once each (deterministic). Appends rows to ``validation_knob.csv`` (model, decisions, workload, draw, average
-JCT) and prints each model's mean ratio to both; ``--plot`` draws ``validation_curve_knob.png`` from the csv.
-Models already in the csv are not played again, so the command can be re-run as checkpoints appear.
+JCT) and prints each model's mean ratio to both (over its draws' mean per workload); ``--plot`` draws
+``validation_curve_knob.png`` from the csv. Plays already in the csv are not played again, so the command can
+be re-run as checkpoints appear, or with a larger ``--samples`` to add draws to models already scored (one
+play per workload does not rank checkpoints less than 1% apart: docs/ppo/training.md, session 14).
 """
 
 from __future__ import annotations
@@ -63,18 +65,26 @@ def main() -> None:
             add("sia_srpt", np.nan, name, 0, run_episode(wide, pol, seed=seed).metrics["avg_jct_h"])
     for path in args.models:
         label = f"{path}:greedy" if args.greedy else str(path)
-        if (table.model == label).any():
+        todo = [(item, draw) for item in items
+                for draw in missing_draws(table, label, item[0], 1 if args.greedy else args.samples)]
+        if not todo:
             continue
         meta = json.loads(path.with_suffix(".json").read_text()) if path.with_suffix(".json").is_file() else {}
         decisions = _decisions(path, meta)
-        for name, wl, seed in items:
+        for (name, wl, seed), draw in todo:
             env = make_env(cfg.train, wl)
-            for draw in range(1 if args.greedy else args.samples):
-                pol = load_knob_policy(env, path, seed=draw, sample=not args.greedy)
-                add(label, decisions, name, draw, run_episode(env, pol, seed=seed).metrics["avg_jct_h"])
+            pol = load_knob_policy(env, path, seed=draw, sample=not args.greedy)
+            add(label, decisions, name, draw, run_episode(env, pol, seed=seed).metrics["avg_jct_h"])
         _report(table, label)
     if args.plot:
         _plot(table, args.out / "validation_curve_knob.png")
+
+
+def missing_draws(table, label: str, workload: str, samples: int) -> list[int]:
+    """The draws ``0 .. samples - 1`` of ``label`` on ``workload`` that ``table`` lacks (so a re-run with a
+    larger ``--samples`` adds plays instead of starting over)."""
+    have = set(table[(table.model == label) & (table.workload == workload)].draw.astype(int).tolist())
+    return [d for d in range(samples) if d not in have]
 
 
 def _decisions(path: Path, meta: dict) -> float:

@@ -248,6 +248,31 @@ def test_train_knob_script_quick(tmp_path):
     assert is_knob_model(tmp_path / "q" / "model.zip")
 
 
+def test_validate_knob_adds_only_the_missing_draws():
+    """A re-run of scripts/validate_knob.py with a larger --samples plays the draws the csv lacks, per model
+    and workload, and nothing twice."""
+    import importlib.util
+    from pathlib import Path
+
+    import pandas as pd
+
+    spec = importlib.util.spec_from_file_location(
+        "validate_knob", Path(__file__).parents[1] / "scripts" / "validate_knob.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    table = pd.DataFrame(
+        [["m.zip", 10.0, "w1", 0, 1.0], ["m.zip", 10.0, "w1", 2, 1.1], ["m.zip", 10.0, "w2", 0, 1.2],
+         ["other.zip", 5.0, "w1", 1, 1.3], ["plan", np.nan, "w1", 0, 1.0]],
+        columns=["model", "decisions", "workload", "draw", "avg_jct_h"],
+    )
+    assert mod.missing_draws(table, "m.zip", "w1", 3) == [1]
+    assert mod.missing_draws(table, "m.zip", "w2", 3) == [1, 2]
+    assert mod.missing_draws(table, "m.zip", "w3", 2) == [0, 1]
+    assert mod.missing_draws(table, "other.zip", "w1", 2) == [0]
+    assert mod.missing_draws(table, "m.zip", "w1", 1) == []
+
+
 def test_a_checkpoint_loads_with_its_runs_config(tmp_path):
     cfg = _cfg(levels=(0.0, 0.3))
     train_knob(cfg, tmp_path / "run", log=lambda *_: None)
