@@ -71,8 +71,10 @@ def main() -> None:
             continue
         meta = json.loads(path.with_suffix(".json").read_text()) if path.with_suffix(".json").is_file() else {}
         decisions = _decisions(path, meta)
+        env_of = None  # todo lists a workload's draws together: one env per workload
         for (name, wl, seed), draw in todo:
-            env = make_env(cfg.train, wl)
+            if env_of != name:
+                env, env_of = make_env(cfg.train, wl), name
             pol = load_knob_policy(env, path, seed=draw, sample=not args.greedy)
             add(label, decisions, name, draw, run_episode(env, pol, seed=seed).metrics["avg_jct_h"])
         _report(table, label)
