@@ -38,7 +38,8 @@ its start or resize (``start_time_s``; iterations from ``progress_from_s``) to i
 while running) with its ``outcome`` ("finished", "oom", "resized", "preempted" or "running"); ``gpus`` is the
 tuple of the cluster's GPU indices it held, ``attempt`` its number among the job's attempts (0, 1, ...)."""
 SUMMARY_METRICS = (
-    "offered_load_ratio", "avg_jct_h", "p95_jct_h", "makespan_h", "gpu_hours", "lost_gpu_hours", "overhead_gpu_hours",
+    "offered_load_ratio", "avg_jct_h", "jct_bound_h", "jct_over_bound_ratio", "p95_jct_h", "makespan_h", "gpu_hours",
+    "lost_gpu_hours", "overhead_gpu_hours",
     "utilisation_frac", "ooms", "restarts", "rejected",
     "invalid_actions", "latency_median_ms", "latency_p99_ms",
 )
@@ -46,7 +47,9 @@ SUMMARY_METRICS = (
 [0, 1], ``_ms`` milliseconds, ``gpu_hours`` GPU-hours (``lost_gpu_hours``: those held by attempts that failed
 with out-of-memory; ``overhead_gpu_hours``: those the other attempts held before their first iteration, in
 start-up, checkpoint write and load); ``offered_load_ratio`` is the episode workload's offered load on the
-cluster, a ratio (:mod:`frenzy_env.workload.load`); ``ooms``, ``restarts``, ``rejected`` and ``invalid_actions``
+cluster, a ratio (:mod:`frenzy_env.workload.load`); ``jct_bound_h`` a lower bound on the episode's average
+JCT that no scheduler can beat and ``jct_over_bound_ratio`` the average JCT over it (only with bounds asked
+for: :func:`add_jct_bounds`); ``ooms``, ``restarts``, ``rejected`` and ``invalid_actions``
 are counts."""
 FEW_SEEDS = 3
 """Below this many seeds a t-interval is reported with a warning (:func:`interval_note`)."""
@@ -267,7 +270,8 @@ def summary_markdown(summary: pd.DataFrame, metrics: tuple[str, ...] = SUMMARY_M
     notes = [
         "Units in the names: _h hours, _frac a fraction of 1, _ms milliseconds, gpu_hours GPU-hours (lost_gpu_hours: "
         "held by out-of-memory attempts; overhead_gpu_hours: in start-up and restarts); _ratio a ratio "
-        "(offered_load_ratio: of the cluster's capacity); the others "
+        "(offered_load_ratio: of the cluster's capacity; jct_over_bound_ratio: avg_jct_h over jct_bound_h, a lower "
+        "bound no scheduler beats); the others "
         "are counts. ± is the 95% CI half-width (t distribution over the n seeds).",
     ]
     note = interval_note(summary)
@@ -309,6 +313,38 @@ def env_for(make_env: Callable[..., Any], workload: str, factory: Any, cache: di
     if cache is not None:
         cache[key] = env
     return env
+
+
+def jct_bounds(make_env: Callable[[str], Any], workloads: Iterable[str], seeds: Iterable[int], *,
+               progress: bool = True, **lp_kwargs: Any) -> pd.DataFrame:
+    """One row per (workload, seed): the lower bounds of :func:`frenzy_env.bounds.jct_lower_bound` on the
+    average JCT of that episode's jobs (``isolated_h``, ``fluid_h``, ``lp_h`` and the largest, ``jct_bound_h``;
+    ``bound_jobs`` the jobs they cover). The jobs depend on the workload and seed only, not on the policy."""
+    from frenzy_env.bounds import jct_lower_bound
+    from frenzy_env.progress import progress_bar
+
+    pairs = [(w, s) for w in workloads for s in seeds]
+    bar = progress_bar(len(pairs), show=progress, desc="JCT bounds", unit="episode")
+    rows = []
+    for workload, seed in pairs:
+        env = make_env(workload)
+        env.reset(seed=seed)
+        b = jct_lower_bound(env.unwrapped.sim, **lp_kwargs)
+        rows.append({"workload": workload, "seed": seed, "bound_jobs": b.jobs, "isolated_h": b.isolated_h,
+                     "fluid_h": b.fluid_h, "lp_h": b.lp_h, "jct_bound_h": b.best_h})
+        bar.update(1)
+    bar.close()
+    return pd.DataFrame(rows)
+
+
+def add_jct_bounds(episodes: pd.DataFrame, bounds: pd.DataFrame) -> pd.DataFrame:
+    """``episodes`` with ``jct_bound_h`` (from ``bounds``, :func:`jct_bounds`, matched on workload and seed)
+    and ``jct_over_bound_ratio`` = ``avg_jct_h / jct_bound_h``: how far each episode is from any
+    scheduler's best (1 would be optimal and is out of reach: the bounds relax the cluster)."""
+    out = episodes.drop(columns=["jct_bound_h", "jct_over_bound_ratio"], errors="ignore").merge(
+        bounds[["workload", "seed", "jct_bound_h"]], on=["workload", "seed"], how="left")
+    out["jct_over_bound_ratio"] = out["avg_jct_h"] / out["jct_bound_h"]
+    return out
 
 
 def evaluate(

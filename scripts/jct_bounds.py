@@ -1,0 +1,83 @@
+"""How far from optimal: lower bounds on each held-out workload's average JCT, and every policy's gap to them.
+
+    python scripts/jct_bounds.py --config docs/ppo/configs/ppo_gate3.json --split test \\
+        --episodes docs/ppo/episodes.csv docs/ppo/v10/episodes.csv --out docs/ppo/bounds
+
+Builds each workload of the config's ``--split`` (``agents.ppo.test_workloads`` or ``validation_workloads``:
+the same jobs ``scripts/evaluate_ppo.py --test-split`` and ``scripts/validate_knob.py`` play), computes the
+isolated, fluid and LP lower bounds of :mod:`frenzy_env.bounds` on its average JCT and appends them to
+``bounds.csv`` (a workload already there is not computed again). With ``--episodes`` (csvs with ``workload``,
+``policy`` and ``avg_jct_h`` columns, such as ``evaluate_ppo.py``'s ``episodes.csv``), writes ``gaps.md``: each
+policy's average JCT over the best bound, the mean over workloads (trace windows and synthetic seeds apart),
+beside its ratio to ``--reference``. A policy that plays a workload several times counts its mean.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--config", type=Path, required=True, help="a PPO TrainConfig json, or a knob run's config.json")
+    ap.add_argument("--split", choices=("test", "validation"), default="test")
+    ap.add_argument("--episodes", type=Path, nargs="*", default=[], help="episode csvs to score against the bounds")
+    ap.add_argument("--reference", default="sia_srpt", help="policy the gap table also divides by (sia_srpt)")
+    ap.add_argument("--step-s", type=float, default=None, help="the LP's interval, seconds (default: automatic)")
+    ap.add_argument("--out", type=Path, required=True, help="folder of bounds.csv and gaps.md")
+    args = ap.parse_args()
+
+    import pandas as pd
+    from tqdm import tqdm
+
+    from agents.ppo import TrainConfig, test_workloads
+    from agents.ppo.workloads import make_env, validation_workloads
+    from frenzy_env.bounds import jct_lower_bound
+
+    data = json.loads(args.config.read_text())
+    cfg = TrainConfig.from_dict(data.get("train", data))  # a knob config nests its TrainConfig
+    items = (test_workloads if args.split == "test" else validation_workloads)(cfg)
+    args.out.mkdir(parents=True, exist_ok=True)
+    csv = args.out / "bounds.csv"
+    table = pd.read_csv(csv) if csv.is_file() else pd.DataFrame()
+    done = set(table.workload) if len(table) else set()
+    for name, wl, seed in tqdm([i for i in items if i[0] not in done], desc="bounds", unit="workload"):
+        env = make_env(cfg, wl)
+        env.reset(seed=seed)
+        b = jct_lower_bound(env.sim, step_s=args.step_s)
+        row = {"workload": name, "seed": seed, "jobs": b.jobs, "isolated_h": b.isolated_h, "fluid_h": b.fluid_h,
+               "lp_h": b.lp_h, "bound_h": b.best_h}
+        table = pd.concat([table, pd.DataFrame([row])], ignore_index=True)
+        table.to_csv(csv, index=False)
+    if args.episodes:
+        md = gap_table(table, pd.concat([pd.read_csv(p) for p in args.episodes]), args.reference)
+        (args.out / "gaps.md").write_text(md)
+        print(md)
+
+
+def gap_table(bounds, episodes, reference: str) -> str:
+    """Markdown: per policy, the mean over workloads of avg JCT / bound (all, trace windows, synthetic) and
+    of avg JCT / the reference's, over the workloads both the bounds and the policy have."""
+    bound = bounds.set_index("workload").bound_h
+    jct = episodes[episodes.workload.isin(bound.index)].groupby(["policy", "workload"]).avg_jct_h.mean()
+    ref = jct.loc[reference] if reference in jct.index.get_level_values(0) else None
+    lines = [f"| policy | workloads | avg JCT / bound | trace windows | synthetic | x {reference} |",
+             "|---|---|---|---|---|---|"]
+    rows = []
+    for policy in jct.index.get_level_values(0).unique():
+        r = jct.loc[policy] / bound.loc[jct.loc[policy].index]
+        syn = r.index.str.startswith("synthetic")
+        vs = (jct.loc[policy] / ref.loc[jct.loc[policy].index]).mean() if ref is not None else float("nan")
+        rows.append((r.mean(), f"| {policy} | {r.size} | {r.mean():.2f} | {r[~syn].mean():.2f} | {r[syn].mean():.2f} "
+                               f"| {vs:.3f} |"))
+    lines += [line for _, line in sorted(rows)]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()
