@@ -16,8 +16,9 @@ world (:mod:`frenzy_env.simulator`) and so holds for every policy the environmen
   mean flow time is a bound for every ``sigma`` (several are tried, the largest result kept).
 * **lp** (:func:`lp_bound`): both at once, as a time-indexed linear program (``scipy.optimize.linprog``,
   HiGHS). Variables ``y[j, t, k]``: the share of job ``j`` done on type ``t`` in interval ``k``. Each job is
-  done once; in an interval a job progresses no faster than ``1 / e_j`` and not before ``r_j + s_j``; the
-  jobs' GPU-seconds on a type fit its ``C_t`` GPUs. A job's mean busy time is at least
+  done once, not before ``r_j + s_j``; on type ``t`` it progresses no faster than its fastest plan of that
+  type allows (``1 / e_jt``) and it is on one type at a time (``sum_t y[j, t, k] e_jt`` is at most the
+  interval's length); the jobs' GPU-seconds on a type fit its ``C_t`` GPUs. A job's mean busy time is at least
   ``sum_k y[j, k] max(tau_k, r_j + s_j)`` (``tau_k`` the interval's start), and a job that progresses at
   most ``1 / e_j`` finishes at least ``e_j / 2`` after its mean busy time, so
   ``C_j >= sum_k y[j, k] max(tau_k, r_j + s_j) + e_j / 2`` and ``C_j >= r_j + s_j + e_j``; the program
@@ -89,6 +90,15 @@ class BoundInputs:
     def exec_s(self) -> np.ndarray:
         """(J,) ``e_j``: the job's work on its fastest plan, seconds."""
         return self.plan_exec.min(axis=1)
+
+    @property
+    def type_exec(self) -> np.ndarray:
+        """(J, T) ``e_jt``: the job's work on its fastest plan of each type, seconds (``inf``: none fits)."""
+        out = np.full((self.num_jobs, self.capacity.size), np.inf)
+        for t in range(self.capacity.size):
+            if (self.plan_type == t).any():
+                out[:, t] = self.plan_exec[:, self.plan_type == t].min(axis=1)
+        return out
 
     @property
     def gpu_s(self) -> np.ndarray:
@@ -246,17 +256,17 @@ def _solve_lp(inp: BoundInputs, end: np.ndarray, step_s: float | None, max_inter
     ys = np.arange(ny)
     # equalities: each job done once (sum y + late = 1)
     a_eq = coo_matrix((np.ones(ny + n), (np.concatenate([vj, jobs]), np.concatenate([ys, late]))), shape=(n, nvar))
-    # inequalities (<=): progress per (job, interval), GPU-seconds per (type, interval), completion times
+    # inequalities (<=): seconds per (job, interval), GPU-seconds per (type, interval), completion times
     pair, pair_row = np.unique(vj * num + vk, return_inverse=True)
     rate_hi = np.zeros(pair.size)
-    rate_hi[pair_row] = span / e[vj]
+    rate_hi[pair_row] = span  # seconds of the interval in the job's window, shared among the types it uses
     cap_key, cap_row = np.unique(vt * num + vk, return_inverse=True)
     cap_hi = inp.capacity[cap_key // num] * step
     r_cap, r_c = pair.size, pair.size + cap_key.size
     rows = np.concatenate([pair_row, r_cap + cap_row, r_c + vj, r_c + jobs, r_c + jobs])
     cols = np.concatenate([ys, ys, ys, late, cvar])
     # C_j >= sum busy * y + end_j * late + e_j / 2, as  busy * y + end_j * late - C_j <= -e_j / 2
-    vals = np.concatenate([np.ones(ny), gpu_s[vj, vt], busy, end, -np.ones(n)])
+    vals = np.concatenate([inp.type_exec[vj, vt], gpu_s[vj, vt], busy, end, -np.ones(n)])
     a_ub = coo_matrix((vals, (rows, cols)), shape=(r_c + n, nvar))
     b_ub = np.concatenate([rate_hi, cap_hi, -e / 2.0])
     cost = np.zeros(nvar)

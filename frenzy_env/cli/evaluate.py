@@ -91,7 +91,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--bounds", action="store_true",
         help="also compute a lower bound on each episode's average JCT that no scheduler can beat "
-             "(frenzy_env.bounds; a linear program per workload and seed: 10-100 s for 150-200 jobs, about 2.5 min "
+             "(frenzy_env.bounds; a linear program per workload and seed: 10-100 s for 150-200 jobs, about 3 min "
              "for itp-default's 570) and report each episode's avg JCT over it",
     )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
