@@ -6,7 +6,7 @@ world (:mod:`frenzy_env.simulator`) and so holds for every policy the environmen
 
 * **isolated** (:func:`isolated_bound`): every job alone on the cluster, started at its arrival on its fastest
   plan that fits in memory (the predictor admits it and it truly fits): ``C_j >= r_j + s_j + e_j``, with
-  ``s_j`` its shortest start-up and ``e_j = work_j x`` its shortest seconds per iteration (consolidated
+  ``s_j`` its shortest start-up and ``e_j`` its work times its shortest seconds per iteration (consolidated
   placement; a spread placement, a restart or an out-of-memory attempt only add time). No contention.
 * **fluid** (:func:`fluid_bound`): contention, no parallelism limit. Each GPU type ``t`` becomes a pool of
   ``C_t`` GPUs that every job can use at its best GPU-seconds per unit of work ``g_jt`` (its most efficient
