@@ -37,6 +37,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -86,28 +87,27 @@ class BoundInputs:
     def num_jobs(self) -> int:
         return int(self.release.shape[0])
 
-    @property
+    @cached_property
     def exec_s(self) -> np.ndarray:
         """(J,) ``e_j``: the job's work on its fastest plan, seconds."""
         return self.plan_exec.min(axis=1)
 
-    @property
+    @cached_property
     def type_exec(self) -> np.ndarray:
         """(J, T) ``e_jt``: the job's work on its fastest plan of each type, seconds (``inf``: none fits)."""
-        out = np.full((self.num_jobs, self.capacity.size), np.inf)
-        for t in range(self.capacity.size):
-            if (self.plan_type == t).any():
-                out[:, t] = self.plan_exec[:, self.plan_type == t].min(axis=1)
-        return out
+        return self._per_type_min(self.plan_exec)
 
-    @property
+    @cached_property
     def gpu_s(self) -> np.ndarray:
         """(J, T) ``g_jt``: the least GPU-seconds the job's work takes on each type (``inf``: none fits)."""
-        gpu = self.plan_exec * self.plan_count[None, :]
+        return self._per_type_min(self.plan_exec * self.plan_count[None, :])
+
+    def _per_type_min(self, per_plan: np.ndarray) -> np.ndarray:
+        """(J, T): the row minimum of a (J, P) per-plan array over each type's plans (``inf``: no plan)."""
         out = np.full((self.num_jobs, self.capacity.size), np.inf)
         for t in range(self.capacity.size):
             if (self.plan_type == t).any():
-                out[:, t] = gpu[:, self.plan_type == t].min(axis=1)
+                out[:, t] = per_plan[:, self.plan_type == t].min(axis=1)
         return out
 
 
@@ -283,7 +283,7 @@ def _solve_lp(inp: BoundInputs, end: np.ndarray, step_s: float | None, max_inter
 
 @dataclass(frozen=True)
 class JctBound:
-    """Lower bounds on an episode's average JCT, hours (:func:`jct_lower_bound`); ``best`` is the largest."""
+    """Lower bounds on an episode's average JCT, hours (:func:`jct_lower_bound`); ``best_h`` is the largest."""
 
     jobs: int
     isolated_h: float
@@ -293,6 +293,13 @@ class JctBound:
     @property
     def best_h(self) -> float:
         return float(np.nanmax([self.isolated_h, self.fluid_h, self.lp_h]))
+
+    def as_row(self) -> dict[str, float]:
+        """The table columns of these bounds (``bound_jobs``, ``isolated_h``, ``fluid_h``, ``lp_h`` and the
+        largest, ``jct_bound_h``), as :func:`frenzy_env.evaluation.jct_bounds` and ``scripts/jct_bounds.py``
+        write them."""
+        return {"bound_jobs": self.jobs, "isolated_h": self.isolated_h, "fluid_h": self.fluid_h, "lp_h": self.lp_h,
+                "jct_bound_h": self.best_h}
 
 
 def jct_lower_bound(sim, lp: bool = True, **lp_kwargs) -> JctBound:

@@ -323,16 +323,16 @@ def jct_bounds(make_env: Callable[[str], Any], workloads: Iterable[str], seeds: 
     from frenzy_env.bounds import jct_lower_bound
     from frenzy_env.progress import progress_bar
 
-    pairs = [(w, s) for w in workloads for s in seeds]
-    bar = progress_bar(len(pairs), show=progress, desc="JCT bounds", unit="episode")
+    workloads, seeds = list(workloads), list(seeds)
+    bar = progress_bar(len(workloads) * len(seeds), show=progress, desc="JCT bounds", unit="episode")
     rows = []
-    for workload, seed in pairs:
-        env = make_env(workload)
-        env.reset(seed=seed)
-        b = jct_lower_bound(env.unwrapped.sim, **lp_kwargs)
-        rows.append({"workload": workload, "seed": seed, "bound_jobs": b.jobs, "isolated_h": b.isolated_h,
-                     "fluid_h": b.fluid_h, "lp_h": b.lp_h, "jct_bound_h": b.best_h})
-        bar.update(1)
+    for workload in workloads:
+        env = make_env(workload)  # one env per workload, reset per seed
+        for seed in seeds:
+            env.reset(seed=seed)
+            rows.append({"workload": workload, "seed": seed,
+                         **jct_lower_bound(env.unwrapped.sim, **lp_kwargs).as_row()})
+            bar.update(1)
     bar.close()
     return pd.DataFrame(rows)
 

@@ -49,9 +49,7 @@ def main() -> None:
     for name, wl, seed in tqdm([i for i in items if i[0] not in done], desc="bounds", unit="workload"):
         env = make_env(cfg, wl)
         env.reset(seed=seed)
-        b = jct_lower_bound(env.sim, step_s=args.step_s)
-        row = {"workload": name, "seed": seed, "jobs": b.jobs, "isolated_h": b.isolated_h, "fluid_h": b.fluid_h,
-               "lp_h": b.lp_h, "bound_h": b.best_h}
+        row = {"workload": name, "seed": seed, **jct_lower_bound(env.sim, step_s=args.step_s).as_row()}
         table = pd.concat([table, pd.DataFrame([row])], ignore_index=True)
         table.to_csv(csv, index=False)
     if args.episodes:
@@ -63,7 +61,7 @@ def main() -> None:
 def gap_table(bounds, episodes, reference: str) -> str:
     """Markdown: per policy, the mean over workloads of avg JCT / bound (all, trace windows, synthetic) and
     of avg JCT / the reference's, over the workloads both the bounds and the policy have."""
-    bound = bounds.set_index("workload").bound_h
+    bound = bounds.set_index("workload").jct_bound_h
     jct = episodes[episodes.workload.isin(bound.index)].groupby(["policy", "workload"]).avg_jct_h.mean()
     ref = jct.loc[reference] if reference in jct.index.get_level_values(0) else None
     lines = [f"| policy | workloads | avg JCT / bound | trace windows | synthetic | x {reference} |",
