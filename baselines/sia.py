@@ -157,6 +157,16 @@ class SiaPolicy(ScriptedPolicy):
         of their goodput (or completion rate), so it changes configuration only for a gain above that
         margin (a hysteresis on moves; 0, the default, is the published behaviour). An attribute, so a
         controller may change it between solves.
+    rate_power, efficiency_power: ``objective="completion"`` only (not in the paper; the defaults, 1 and 0,
+        are ``sia_srpt``): a candidate's value is ``rate ** rate_power * efficiency ** efficiency_power``,
+        ``rate`` its estimated completion rate and ``efficiency`` the job's fewest GPU-seconds per iteration
+        over its candidates divided by this candidate's (1 for its most efficient one). A power above 1
+        favours jobs close to done more strongly (below 1, spreading the GPUs); an efficiency power above 0
+        trades a job's speed for GPUs left to others. Attributes, so a controller may change them between
+        solves.
+    move_cooldown: a running job keeps its configuration until it has held it ``move_cooldown`` times its
+        restart seconds (``view.restart_seconds``): a hysteresis in time on moves (0, the default: none; not
+        in the paper). An attribute.
     """
 
     name = "sia"
@@ -171,6 +181,9 @@ class SiaPolicy(ScriptedPolicy):
         time_limit: float = 10.0,
         objective: str = "goodput",
         move_margin: float = 0.0,
+        rate_power: float = 1.0,
+        efficiency_power: float = 0.0,
+        move_cooldown: float = 0.0,
     ) -> None:
         super().__init__(env)
         if objective not in OBJECTIVES:
@@ -187,6 +200,21 @@ class SiaPolicy(ScriptedPolicy):
         if not (isinstance(move_margin, (int, float)) and math.isfinite(move_margin) and move_margin >= 0):
             raise ConfigError(f"move_margin must be a finite number >= 0, got {move_margin!r}")
         self.move_margin = float(move_margin)
+        if not (isinstance(rate_power, (int, float)) and math.isfinite(rate_power) and rate_power > 0):
+            raise ConfigError(f"rate_power must be a finite number > 0, got {rate_power!r}")
+        if not (isinstance(efficiency_power, (int, float)) and math.isfinite(efficiency_power)
+                and efficiency_power >= 0):
+            raise ConfigError(f"efficiency_power must be a finite number >= 0, got {efficiency_power!r}")
+        if not (isinstance(move_cooldown, (int, float)) and math.isfinite(move_cooldown) and move_cooldown >= 0):
+            raise ConfigError(f"move_cooldown must be a finite number >= 0, got {move_cooldown!r}")
+        if objective != "completion" and (rate_power != 1 or efficiency_power != 0):
+            raise ConfigError(
+                f"rate_power and efficiency_power apply to objective='completion' only, got objective={objective!r} "
+                f"with rate_power={rate_power!r}, efficiency_power={efficiency_power!r}"
+            )
+        self.move_cooldown = float(move_cooldown)
+        self.rate_power = float(rate_power)
+        self.efficiency_power = float(efficiency_power)
         self.restart_penalty = restart_penalty
         self.time_limit = float(time_limit)
         self.objective = objective
@@ -327,6 +355,17 @@ class SiaPolicy(ScriptedPolicy):
             rate = 1.0 / secs
         return np.where(np.isfinite(rate) & (secs > 0), rate, 0.0)
 
+    def plan_efficiency(self, jobs: np.ndarray, cand: np.ndarray) -> np.ndarray:
+        """(len(jobs), P): each candidate's GPU-seconds per iteration relative to the job's fewest over its
+        candidates (1 for its most efficient, smaller for the others); 0 where not a candidate."""
+        view = self.view
+        gpu_s = np.where(cand, view.iter_time[jobs] * view.plan_count[None, :], np.inf)
+        gpu_s[~np.isfinite(gpu_s) | (gpu_s <= 0)] = np.inf
+        best = gpu_s.min(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            eff = np.where(np.isfinite(gpu_s), best / gpu_s, 0.0)
+        return np.nan_to_num(eff, nan=0.0)
+
     def plan_round(self) -> list[tuple[str, int, int]]:
         """Solve one round; returns the ordered steps (resizes then starts) that carry the choice out."""
         env, view = self.env, self.view
@@ -341,7 +380,12 @@ class SiaPolicy(ScriptedPolicy):
         current = np.array([running_jobs[int(j)].plan for j in running], dtype=np.int64)
         cand[np.arange(nr), current] = True  # a running job can always keep what it has
         if self.objective == "completion":
-            good, p = self.completion_rates(jobs, cand), 1.0
+            good, p = self.completion_rates(jobs, cand), self.rate_power
+            if p != 1.0 or self.efficiency_power > 0:
+                if self.efficiency_power > 0:
+                    good = good * self.plan_efficiency(jobs, cand) ** (self.efficiency_power / p)
+                top = good.max()  # rates are 1e-6..1e-3 per second: powers of them fall below HiGHS' tolerances
+                good = good / top if top > 0 else good
         else:
             good, p = self.goodput_matrix(jobs, cand), self.p
         if self.move_margin > 0 and nr:  # hysteresis: other configurations of a running job count less
@@ -350,6 +394,11 @@ class SiaPolicy(ScriptedPolicy):
             good[np.arange(nr), current] = keep
         pinned = np.full(jobs.size, -1, dtype=np.int64)
         warming = np.array([running_jobs[int(j)].progress_from > now for j in running], dtype=bool)
+        if self.move_cooldown > 0:
+            warming |= np.array([
+                now - running_jobs[int(j)].held_since < self.move_cooldown * view.restart_seconds(int(j), int(c))
+                for j, c in zip(running.tolist(), current.tolist())
+            ], dtype=bool)
         pinned[:nr][warming] = current[warming]
         must = np.zeros(jobs.size, dtype=bool)
         must[:nr] = True

@@ -242,26 +242,34 @@ def _shared_node_at_arrival(make_job, make_env, margin):
     return env, policy
 
 
-@pytest.mark.parametrize("margin", [0.0, 0.3])
-def test_sia_srpt_move_margin_discounts_a_running_jobs_other_configurations(make_job, make_env, monkeypatch, margin):
-    """With ``move_margin`` m the integer program sees a running job's configurations other than its own at
-    1 / (1 + m) of their completion rate; its own configuration and queued jobs' rates are unchanged."""
+def _program_seen(env, policy, monkeypatch):
+    """Plan one round of :func:`_shared_node_at_arrival`'s state, recording what the integer program is given:
+    ``({"good": values, "p": exponent}, jobs, candidates)`` with the running job's own plan a candidate."""
     import baselines.sia as sia_mod
 
-    env, policy = _shared_node_at_arrival(make_job, make_env, margin)
     seen = {}
     solve = sia_mod.solve_sia_milp
 
     def recording_solve(good, *args, **kwargs):
-        seen["good"] = good.copy()
+        seen["good"], seen["p"] = good.copy(), kwargs["p"]
         return solve(good, *args, **kwargs)
 
     monkeypatch.setattr(sia_mod, "solve_sia_milp", recording_solve)
     policy.plan_round()
-    run = env.view.running[0]
     jobs = np.array([0, 1])
     cand = policy.candidates(jobs)
-    cand[0, run.plan] = True
+    cand[0, env.view.running[0].plan] = True
+    return seen, jobs, cand
+
+
+@pytest.mark.parametrize("margin", [0.0, 0.3])
+def test_sia_srpt_move_margin_discounts_a_running_jobs_other_configurations(make_job, make_env, monkeypatch, margin):
+    """With ``move_margin`` m the integer program sees a running job's configurations other than its own at
+    1 / (1 + m) of their completion rate; its own configuration and queued jobs' rates are unchanged."""
+
+    env, policy = _shared_node_at_arrival(make_job, make_env, margin)
+    seen, jobs, cand = _program_seen(env, policy, monkeypatch)
+    run = env.view.running[0]
     expect = policy.completion_rates(jobs, cand)
     expect[0, np.arange(expect.shape[1]) != run.plan] /= 1.0 + margin
     np.testing.assert_allclose(seen["good"], expect, rtol=1e-12)
@@ -282,3 +290,86 @@ def test_move_margin_validates():
     for bad in (-0.1, float("nan"), "0.2"):
         with pytest.raises(ConfigError, match="move_margin"):
             SiaPolicy(env, move_margin=bad)
+
+
+def test_rate_and_efficiency_powers_validate():
+    env = gym.make("frenzy/HeteroClusterSmall-v4")
+    for bad in (0, -1.0, float("inf"), "2"):
+        with pytest.raises(ConfigError, match="rate_power"):
+            SiaPolicy(env, objective="completion", rate_power=bad)
+    for bad in (-0.5, float("nan"), None):
+        with pytest.raises(ConfigError, match="efficiency_power"):
+            SiaPolicy(env, objective="completion", efficiency_power=bad)
+    with pytest.raises(ConfigError, match="objective='completion' only, got objective='goodput'"):
+        SiaPolicy(env, rate_power=2.0)
+
+
+def test_plan_efficiency_by_hand(make_job, make_env):
+    """Each candidate's efficiency is the job's fewest GPU-seconds per iteration over its candidates divided by
+    the candidate's own: computed here from the view's iteration times and plan counts."""
+    env, policy = _shared_node_at_arrival(make_job, make_env, 0.0)
+    jobs = np.array([0, 1])
+    cand = policy.candidates(jobs)
+    eff = policy.plan_efficiency(jobs, cand)
+    view = env.view
+    for row, j in enumerate(jobs.tolist()):
+        plans = np.flatnonzero(cand[row])
+        gpu_s = {int(k): float(view.iter_time[j, k]) * int(view.plan_count[k]) for k in plans}
+        best = min(gpu_s.values())
+        for k in range(cand.shape[1]):
+            assert eff[row, k] == pytest.approx(best / gpu_s[k] if k in gpu_s else 0.0, rel=1e-12)
+        assert eff[row, plans].max() == pytest.approx(1.0)
+    assert ((eff > 0) == cand).all()
+
+
+def test_powers_reweight_what_the_program_sees(make_job, make_env, monkeypatch):
+    """With rate power q and efficiency power e the program maximises (rate * efficiency ** (e / q)) ** q,
+    normalised so the largest value is 1: it sees ``rate ** q * efficiency ** e`` up to a constant."""
+    env, policy = _shared_node_at_arrival(make_job, make_env, 0.0)
+    policy.rate_power, policy.efficiency_power = 0.5, 2.0
+    seen, jobs, cand = _program_seen(env, policy, monkeypatch)
+    value = policy.completion_rates(jobs, cand) ** 0.5 * policy.plan_efficiency(jobs, cand) ** 2.0
+    assert seen["p"] == 0.5
+    assert seen["good"].max() == pytest.approx(1.0)
+    np.testing.assert_allclose(seen["good"] ** 0.5, value / value.max(), rtol=1e-9)
+
+
+def test_efficiency_power_trades_a_lone_jobs_speed_for_gpus(make_job, make_env):
+    """One job on an idle 8-GPU node: the completion rate alone takes its fastest plan; a large efficiency
+    power takes its most GPU-efficient one (fewer GPUs)."""
+    def first_start(**kwargs):
+        env = make_env(A100_1x8, [make_job(0, 0.0, 1e5)], queue_slots="all", running_slots="all")
+        env.reset(seed=0)
+        policy = make_policy("sia_srpt", env, **kwargs)
+        policy.reset()
+        steps = policy.plan_round()
+        assert [kind for kind, *_ in steps] == ["start"]
+        return env, int(steps[0][2])
+
+    env, fast = first_start()
+    view, j = env.view, 0
+    cand = np.flatnonzero(view.available_plans(np.array([0]))[0])
+    assert view.iter_time[j, fast] == pytest.approx(view.iter_time[j, cand].min())
+    env, lean = first_start(efficiency_power=50.0)
+    view = env.view
+    gpu_s = view.iter_time[j, cand] * view.plan_count[cand]
+    assert lean == int(cand[np.argmin(gpu_s)])
+    assert view.plan_count[lean] < view.plan_count[fast]
+
+
+def test_move_cooldown_pins_a_job_that_moved_recently(make_job, make_env):
+    """Job 0 has held its configuration for 3,600 s when job 1 arrives: a cooldown shorter than that lets the
+    plan shrink it (and start job 1), a longer one pins it, so nothing can change."""
+    env, policy = _shared_node_at_arrival(make_job, make_env, 0.0)
+    run = env.view.running[0]
+    held = env.view.now - run.held_since
+    per_restart = env.view.restart_seconds(0, run.plan)
+    assert held > 0 and per_restart > 0
+    policy.move_cooldown = 0.5 * held / per_restart
+    assert {(kind, job) for kind, job, _ in policy.plan_round()} == {("resize", 0), ("start", 1)}
+    policy.move_cooldown = 2.0 * held / per_restart
+    assert policy.plan_round() == []
+    env2 = gym.make("frenzy/HeteroClusterSmall-v4")
+    for bad in (-1.0, float("inf"), "1"):
+        with pytest.raises(ConfigError, match="move_cooldown"):
+            SiaPolicy(env2, move_cooldown=bad)

@@ -88,13 +88,14 @@ class SiaTeacher:
     re-plans in rounds. It drives a :class:`~baselines.sia.SiaPolicy` through its ``replan`` and
     ``next_step``, so both stay one implementation. ``objective``: :class:`~baselines.sia.SiaPolicy`'s
     (``"completion"`` for ``sia_srpt``'s); ``move_margin``: its move hysteresis (``self.sia.move_margin``
-    may be changed between decisions).
+    may be changed between decisions); further keywords go to :class:`~baselines.sia.SiaPolicy`
+    (``rate_power``, ``efficiency_power``, ...).
     """
 
-    def __init__(self, env: Any, objective: str = "goodput", move_margin: float = 0.0) -> None:
+    def __init__(self, env: Any, objective: str = "goodput", move_margin: float = 0.0, **sia_kwargs: Any) -> None:
         from baselines.sia import SiaPolicy
 
-        self.sia = SiaPolicy(env, objective=objective, move_margin=move_margin)
+        self.sia = SiaPolicy(env, objective=objective, move_margin=move_margin, **sia_kwargs)
         self.env = self.sia.env
         self.reset()
 
