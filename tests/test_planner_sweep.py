@@ -1,4 +1,5 @@
-"""scripts/planner_sweep.py: settings, a play, and the hindsight report on hand-made tables."""
+"""scripts/planner_sweep.py (settings, a play, the hindsight report on hand-made tables) and
+scripts/srpt_violations.py (blocked queueing worked by hand on one GPU)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,17 @@ import pandas as pd
 import pytest
 
 
-@pytest.fixture(scope="module")
-def sweep():
-    spec = importlib.util.spec_from_file_location(
-        "planner_sweep", Path(__file__).parents[1] / "scripts" / "planner_sweep.py"
-    )
+def _script(name: str):
+    """scripts/<name>.py as a module."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).parents[1] / "scripts" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+@pytest.fixture(scope="module")
+def sweep():
+    return _script("planner_sweep")
 
 
 def test_settings_parse_and_bad_ones_are_named(sweep):
@@ -56,3 +60,38 @@ def test_a_play_is_the_planner_with_that_setting(sweep, make_job, make_workload)
     assert (setting, name) == ("margin=0.2", "tiny") and seconds >= 0 and restarts >= 0
     expect = play_plan(make_env(cfg, wl), 3, "completion", margin=0.2).avg_jct_h
     assert jct == pytest.approx(expect) and np.isfinite(jct) and jct > 0
+
+
+@pytest.fixture(scope="module")
+def violations():
+    return _script("srpt_violations")
+
+
+@pytest.mark.parametrize("second_iterations", [1e3, 1e6])
+def test_srpt_violations_on_one_gpu(violations, make_job, make_env, second_iterations):
+    """One GPU; job 0 (1e5 iterations) starts at 0, job 1 arrives at 100 s and waits (fifo) until job 0 is
+    done. Its whole wait is queued time; it is blocked by the longer job 0 until job 0 has less left than job
+    1's whole run on the GPU needs (never, when job 1 is the longer one)."""
+    from baselines import make_policy
+    from frenzy_env.cluster import ClusterSpec
+
+    one = ClusterSpec.from_counts("one", {"A100-80GB": (1, 1)}, reference_gpu_type="A100-80GB")
+    env = make_env(one, [make_job(0, 0.0, 1e5), make_job(1, 100.0, second_iterations)], queue_slots="all",
+                   running_slots="all")
+    policy = make_policy("fifo", env)
+    policy.reset()
+    out = violations.srpt_violations(env, policy.act, seed=0)
+    sim = env.sim
+    first, second = sim.records
+    assert second.start_time >= first.finish_time > 100.0
+    plan = int(np.flatnonzero(sim.available_plans(np.array([1]))[0])[0])  # the one plan: 1 GPU
+    need = second_iterations * float(sim.iter_time[1, plan])
+    assert out["queued_h"] == pytest.approx((second.start_time - 100.0) / 3600.0, rel=1e-12)
+    assert out["blocked_h"] == pytest.approx(max(first.finish_time - need - 100.0, 0.0) / 3600.0, rel=1e-12)
+    assert (out["blocked_h"] > 0) == (second_iterations < 1e5)
+    assert out["jobs"] == 2 and out["avg_jct_h"] > 0
+
+
+def test_union_of_intervals(violations):
+    assert violations._measure([(0, 2), (1, 3), (5, 6), (4, 4), (7, 6)]) == 4.0
+    assert violations._measure([]) == 0.0
