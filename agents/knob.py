@@ -161,9 +161,10 @@ def knob_input_size(env: Any, n_levels: int, gpu_features: str) -> int:
     return len(space["globals"].low) + gpus + n_levels
 
 
-def play_plan(env: Any, seed: int, objective: str, margin: float = 0.0) -> ReferenceCurve:
-    """One episode of the planner alone (``margin`` fixed) on ``env`` reset with ``seed``: its cost curve."""
-    return play_curve(env, SiaTeacher(env, objective=objective, move_margin=margin).act, seed)
+def play_plan(env: Any, seed: int, objective: str, margin: float = 0.0, **sia_kwargs: Any) -> ReferenceCurve:
+    """One episode of the planner alone (``margin`` and any other :class:`~baselines.sia.SiaPolicy` keywords
+    fixed) on ``env`` reset with ``seed``: its cost curve."""
+    return play_curve(env, SiaTeacher(env, objective=objective, move_margin=margin, **sia_kwargs).act, seed)
 
 
 class KnobEnv(gym.Env):

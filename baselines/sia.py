@@ -362,9 +362,8 @@ class SiaPolicy(ScriptedPolicy):
         gpu_s = np.where(cand, view.iter_time[jobs] * view.plan_count[None, :], np.inf)
         gpu_s[~np.isfinite(gpu_s) | (gpu_s <= 0)] = np.inf
         best = gpu_s.min(axis=1, keepdims=True)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            eff = np.where(np.isfinite(gpu_s), best / gpu_s, 0.0)
-        return np.nan_to_num(eff, nan=0.0)
+        with np.errstate(invalid="ignore"):  # inf / inf in rows without a candidate, masked out
+            return np.where(np.isfinite(gpu_s), best / gpu_s, 0.0)
 
     def plan_round(self) -> list[tuple[str, int, int]]:
         """Solve one round; returns the ordered steps (resizes then starts) that carry the choice out."""

@@ -61,8 +61,7 @@ def workloads(cfg, split: str, n_train: int) -> list[tuple[str, object, int]]:
 def play(job: tuple) -> list:
     """One deterministic episode of ``setting`` on one workload: a csv row."""
     setting, name, workload, seed, train_cfg = job
-    from agents.ppo.reference import play_curve
-    from agents.ppo.warmstart import SiaTeacher
+    from agents.knob import play_plan
     from agents.ppo.workloads import make_env
     from baselines import make_policy
     from frenzy_env.env import FrenzyEnv
@@ -75,8 +74,8 @@ def play(job: tuple) -> list:
         jct, restarts = metrics["avg_jct_h"], metrics.get("restarts", float("nan"))
     else:
         env = make_env(train_cfg, workload)
-        teacher = SiaTeacher(env, objective="completion", **parse_setting(setting))
-        jct = play_curve(env, teacher.act, seed).avg_jct_h
+        kwargs = parse_setting(setting)
+        jct = play_plan(env, seed, "completion", kwargs.pop("move_margin", 0.0), **kwargs).avg_jct_h
         restarts = float(env.unwrapped.sim.restarts)
     return [setting, name, jct, restarts, round(time.perf_counter() - t0, 1)]
 

@@ -44,6 +44,11 @@ def blocked_hours(sim: Any) -> tuple[float, float]:
     plan at that plan's iteration time. (Hindsight: the running job's finish time is the one it had.)"""
     names = list(sim.gpu_types)
     finish = {r.job_id: r.finish_time for r in sim.records}
+    holders = [  # (job, GPU type index, GPUs, start, end, the job's finish) of every attempt, once
+        (a.job_id, names.index(a.gpu_type), a.num_gpus, a.start_time,
+         a.end_time if np.isfinite(a.end_time) else np.inf, finish.get(a.job_id, np.inf))
+        for a in sim.attempts
+    ]
     queued_s = blocked_s = 0.0
     for rec in sim.records:
         q, lo, hi = rec.job_id, rec.submit_time, rec.start_time
@@ -51,31 +56,29 @@ def blocked_hours(sim: Any) -> tuple[float, float]:
             continue
         queued_s += hi - lo
         avail = sim.available_plans(np.array([q]))[0]
+        need: dict[tuple[int, int], float] = {}  # q's run time within (type, at most count GPUs); inf: none fits
         spans = []
-        for a in sim.attempts:
-            end = a.end_time if np.isfinite(a.end_time) else np.inf
-            if a.job_id == q or end <= lo or a.start_time >= hi:
+        for job, gpu_type, count, start, end, done in holders:
+            if job == q or end <= lo or start >= hi:
                 continue
-            fits = avail & (sim.plan_type == names.index(a.gpu_type)) & (sim.plan_count <= a.num_gpus)
-            if not fits.any():
-                continue
-            need = float(sim.work_estimate[q]) * float(sim.iter_time[q, fits].min())
-            spans.append((max(a.start_time, lo), min(end, hi, finish.get(a.job_id, np.inf) - need)))
+            if (gpu_type, count) not in need:
+                fits = avail & (sim.plan_type == gpu_type) & (sim.plan_count <= count)
+                need[gpu_type, count] = (float(sim.work_estimate[q]) * float(sim.iter_time[q, fits].min())
+                                         if fits.any() else np.inf)
+            spans.append((max(start, lo), min(end, hi, done - need[gpu_type, count])))
         blocked_s += _measure(spans)
     return queued_s / 3600.0, blocked_s / 3600.0
 
 
 def srpt_violations(env: Any, act: Callable[[np.ndarray], int], seed: int) -> dict[str, float]:
-    """One episode of ``act`` on ``env`` reset with ``seed``: its average JCT, job count, and queued and
-    blocked job-hours (:func:`blocked_hours`)."""
-    env.reset(seed=int(seed))
-    done = False
-    while not done:
-        _, _, term, trunc, info = env.step(act(env.action_masks()))
-        done = term or trunc
+    """One episode of ``act`` on ``env`` reset with ``seed`` (``play_curve``): its average JCT, job count,
+    and queued and blocked job-hours (:func:`blocked_hours`)."""
+    from agents.ppo.reference import play_curve
+
+    curve = play_curve(env, act, seed)
     queued_h, blocked_h = blocked_hours(env.sim)
-    return {"avg_jct_h": float(info["metrics"]["avg_jct_h"]), "jobs": float(env.sim.num_jobs),
-            "queued_h": queued_h, "blocked_h": blocked_h}
+    return {"avg_jct_h": curve.avg_jct_h, "jobs": float(curve.num_jobs), "queued_h": queued_h,
+            "blocked_h": blocked_h}
 
 
 def main() -> None:
