@@ -28,8 +28,12 @@ What it does, as the paper describes it, mapped onto this environment:
   visible slots, which the policy cannot act on). Jobs still starting or restarting are pinned to their
   current configuration (the environment refuses to resize them, as Sia does not re-allocate a job during a
   checkpoint-restore).
-* **No preemption to zero**: the environment has no "preempt" action, so a running job always keeps one
-  configuration (it may be shrunk or moved, never stopped). Sia proper could suspend it.
+* **No preemption to zero** by default: a running job always keeps one configuration (it may be shrunk or
+  moved, never stopped). With ``preempt=True`` (an env made with ``preemption=True``; not ``sia``'s
+  default, and not in the published tables) a running job past its start-up may get no configuration, as
+  in Sia proper, and is then preempted back to the queue before the round's other steps; keeping a running
+  job counts ``1 + preempt_margin`` times its value (goodput utility or completion rate) in the program,
+  a hysteresis on preemptions.
 * **Placement**: partial-node configurations (fewer GPUs than a node holds) are carried out only if one node
   of that type can hold them (the environment's best-fit placer then uses that node); whole-node
   configurations go to the environment's placer (fewest nodes). The plan is carried out in order: resizes that
@@ -167,6 +171,10 @@ class SiaPolicy(ScriptedPolicy):
     move_cooldown: a running job keeps its configuration until it has held it ``move_cooldown`` times its
         restart seconds (``view.restart_seconds``): a hysteresis in time on moves (0, the default: none; not
         in the paper). An attribute.
+    preempt: a running job past its start-up may get no configuration and is then preempted (needs an env
+        made with ``preemption=True``; False, the default, is the published behaviour). preempt_margin:
+        with ``preempt``, a running job's configurations count ``1 + preempt_margin`` times their value, so
+        it is stopped only when what its GPUs give others beats that (0: no hysteresis). Attributes.
     """
 
     name = "sia"
@@ -184,8 +192,18 @@ class SiaPolicy(ScriptedPolicy):
         rate_power: float = 1.0,
         efficiency_power: float = 0.0,
         move_cooldown: float = 0.0,
+        preempt: bool = False,
+        preempt_margin: float = 0.0,
     ) -> None:
         super().__init__(env)
+        if not isinstance(preempt, (bool, np.bool_)):
+            raise ConfigError(f"preempt must be True or False, got {preempt!r}")
+        if preempt and not getattr(env.unwrapped, "preemption", False):
+            raise ConfigError("preempt=True needs an environment made with preemption=True (it has no preempt action)")
+        if not (isinstance(preempt_margin, (int, float)) and math.isfinite(preempt_margin) and preempt_margin >= 0):
+            raise ConfigError(f"preempt_margin must be a finite number >= 0, got {preempt_margin!r}")
+        self.preempt = bool(preempt)
+        self.preempt_margin = float(preempt_margin)
         if objective not in OBJECTIVES:
             raise ConfigError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
         if not (isinstance(round_s, (int, float)) and round_s > 0):
@@ -224,7 +242,7 @@ class SiaPolicy(ScriptedPolicy):
     def reset(self) -> None:
         super().reset()
         self._next_round = -math.inf
-        self._todo: list[tuple[str, int, int]] = []  # ("resize" | "start", job, plan)
+        self._todo: list[tuple[str, int, int]] = []  # ("preempt" | "resize" | "start", job, plan)
         self.rounds = 0
         self.rounds_at: list[float] = []  # simulated times of the rounds held this episode
 
@@ -271,6 +289,9 @@ class SiaPolicy(ScriptedPolicy):
                 return None
             action = env.start_action(job, plan)
             own = None
+        elif kind == "preempt":
+            action = env.preempt_action(job) if job in view.running else None
+            return action if action is not None and mask[action] else None
         else:
             run = view.running.get(job)
             if run is None or run.plan == plan:
@@ -400,7 +421,9 @@ class SiaPolicy(ScriptedPolicy):
             ], dtype=bool)
         pinned[:nr][warming] = current[warming]
         must = np.zeros(jobs.size, dtype=bool)
-        must[:nr] = True
+        must[:nr] = not self.preempt  # preempt: a running job may get nothing (pinned ones keep their plan)
+        if self.preempt and self.preempt_margin > 0 and nr:  # hysteresis: keeping a running job counts more
+            good[:nr] = good[:nr] * (1.0 + self.preempt_margin)  # (a larger goodput is better for p < 0 too)
         # capacity per type, less GPUs of running jobs the policy cannot see (and so cannot move)
         capacity = self.env.cluster.type_capacity.astype(np.float64).copy()
         visible = set(running.tolist())
@@ -411,10 +434,12 @@ class SiaPolicy(ScriptedPolicy):
             good, view.plan_count, view.plan_type, capacity, p=p, must_allocate=must, pinned=pinned,
             time_limit=self.time_limit,
         )
-        resizes, starts = [], []
+        resizes, starts, stops = [], [], []
         for row, j in enumerate(jobs.tolist()):
             plan = int(choice[row])
             if plan < 0:
+                if row < nr:  # only with preempt (otherwise the program gives every running job one)
+                    stops.append(("preempt", j, -1))
                 continue
             if row < nr:
                 if plan != current[row]:
@@ -424,7 +449,7 @@ class SiaPolicy(ScriptedPolicy):
                 starts.append((-int(view.plan_count[plan]), row, ("start", j, plan)))
         resizes.sort()
         starts.sort()
-        return [step for *_, step in resizes] + [step for *_, step in starts]
+        return stops + [step for *_, step in resizes] + [step for *_, step in starts]
 
 
 class SiaSrptPolicy(SiaPolicy):

@@ -130,6 +130,10 @@ class InvariantChecker:
                 k, self._plan = divmod(a - env.first_start, p)
                 self._kind, self._job = "start", int(env.visible_queue[k])
                 _require(sim.status[self._job] == QUEUED, f"start of job {self._job} that is not queued")
+            elif a >= env.first_preempt:
+                self._kind, self._job = "preempt", int(env.visible_running[a - env.first_preempt])
+                _require(self._job in sim.running, f"preemption of job {self._job} that is not running")
+                self._restarts_before = sim.records[self._job].restarts
             else:
                 r, self._plan = divmod(a - env.first_resize, p)
                 self._kind, self._job = "resize", int(env.visible_running[r])
@@ -173,6 +177,12 @@ class InvariantChecker:
                 )
             else:
                 _require(rec.restarts == self._restarts_before + 1, f"resize of job {j} not counted as a restart")
+        elif self._kind == "preempt":
+            j = self._job
+            _require(
+                sim.records[j].restarts == self._restarts_before + 1, f"preemption of job {j} not counted as a restart"
+            )
+            _require(sim.status[j] == QUEUED, f"job {j} not back in the queue after a legal preemption")
         _require(terminated == sim.done, f"terminated={terminated} but sim.done={sim.done}")
         end = terminated or truncated
         self._check_transitions()

@@ -65,8 +65,12 @@ class FrenzyEnv(gym.Env):
     ``first_start + k*P + p`` (``first_start = 1 + W``) start the k-th queued job (arrival order) on plan p;
     ``first_resize + r*P + p`` (``first_resize = 1 + W + Q*P``) resize the r-th running job (start order; a
     resize keeps the job's slot) to plan p. ``start_action(job, plan)``, ``resize_action(job, plan)`` and
-    ``start_rows(mask)`` do the arithmetic. "Wait" and the timed waits are legal while anything is pending (a
-    finish, an OOM, an arrival, a wake-up), so no policy can keep an episode from ending by waiting.
+    ``start_rows(mask)`` do the arithmetic. With ``preemption=True`` R more actions follow:
+    ``first_preempt + r`` (``first_preempt = 1 + W + Q*P + R*P``) preempts the r-th running job (checkpoint,
+    back to the queue with its progress; legal once its start-up is over, as a resize; the stop's cost is paid
+    by its next start: :meth:`ClusterSimulator.preempt`); ``preempt_action(job)`` gives the index. "Wait" and
+    the timed waits are legal while anything is pending (a finish, an OOM, an arrival, a wake-up), so no policy
+    can keep an episode from ending by waiting.
     ``action_masks()`` gives exactly the legal actions: the plan is memory-feasible under the predictor,
     has not crashed for that job before, and is placeable on currently free GPUs; resizing to the current
     plan is masked. An illegal action is a no-op with a penalty (``info["invalid_actions"]`` counts them).
@@ -108,7 +112,8 @@ class FrenzyEnv(gym.Env):
     preset name), ``predictor`` ("frenzy" | "extended" | "oracle"), ``queue_slots`` (64; ``"all"``: as many
     as the first workload's jobs, every job within reach), ``running_slots`` (64, or ``"all"``),
     ``wait_options`` ((60, 600, 3600) seconds; ``()`` for none), ``reward_scale`` (3600.0),
-    ``invalid_action_penalty`` (0.1), ``max_steps`` (None), ``render_mode`` ("ansi" | "rgb_array"), and any
+    ``invalid_action_penalty`` (0.1), ``max_steps`` (None), ``render_mode`` ("ansi" | "rgb_array"),
+    ``preemption`` (False: no preempt actions, the spaces and dynamics of v4 exactly), and any
     :class:`SimConfig` field (``startup_time``, ``restart_overhead``, ``checkpoint_bandwidth``,
     ``load_bandwidth``, ``oom_delay``, ``max_plan_gpus``,
     ``placement``, ``work_info``, ``work_noise``, ``utilisation``). Unknown keywords raise
@@ -138,6 +143,7 @@ class FrenzyEnv(gym.Env):
       counts what the simulator will charge: the start-up it is still paying on its current plan, and on any
       other plan the restart a resize there costs (``restart_seconds``); the ``running_work`` global counts
       the pending start-up too. Scripted policies, which read the simulator, behave exactly as in v3.
+      The ``preemption`` keyword (off by default, so v4 is unchanged) adds the preempt actions.
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -154,9 +160,13 @@ class FrenzyEnv(gym.Env):
         invalid_action_penalty: float = 0.1,
         max_steps: int | None = None,
         render_mode: str | None = None,
+        preemption: bool = False,
         **sim_options: Any,
     ) -> None:
         check_keys("FrenzyEnv", sim_options, _SIM_KEYS)
+        if not isinstance(preemption, (bool, np.bool_)):
+            raise ConfigError(f"preemption must be True or False, got {preemption!r}")
+        self.preemption = bool(preemption)
         for name, value in (("queue_slots", queue_slots), ("running_slots", running_slots)):
             if value != "all" and (not isinstance(value, (int, np.integer)) or value < 1):
                 raise ConfigError(f"{name} must be a positive integer or 'all', got {value!r}")
@@ -201,7 +211,10 @@ class FrenzyEnv(gym.Env):
         w = len(self.wait_options)
         self.first_start = 1 + w  # the action that starts queue slot 0 on plan 0
         self.first_resize = 1 + w + q * p  # the action that resizes running slot 0 to plan 0
-        self.action_space = spaces.Discrete(1 + w + q * p + r * p)
+        # the action that preempts running slot 0 (preemption=True: R actions after the resizes; without
+        # them first_preempt is the number of actions and no action index reaches it)
+        self.first_preempt = 1 + w + q * p + r * p
+        self.action_space = spaces.Discrete(self.first_preempt + (r if self.preemption else 0))
         box = lambda *shape: spaces.Box(0.0, 2.0, shape=shape, dtype=np.float32)  # noqa: E731
         self.observation_space = spaces.Dict(
             {
@@ -250,7 +263,7 @@ class FrenzyEnv(gym.Env):
         self._needs_reset = True
 
     # views of _fbuf, _mask8 and _rbuf: copies and pickles would make them separate arrays
-    _VIEWS = ("_obs", "_mask", "_mask_rows", "_gpus_free", "_rrows", "_row_scratch")
+    _VIEWS = ("_obs", "_mask", "_mask_rows", "_mask_preempt", "_gpus_free", "_rrows", "_row_scratch")
 
     def _bind_views(self) -> None:
         """(Re)create the views of the observation buffers ``_fbuf`` and ``_mask8`` (and of the scratch
@@ -262,7 +275,8 @@ class FrenzyEnv(gym.Env):
         self._obs["queue"] = flat["queue"].reshape(self.queue_shape)
         self._obs["running"] = flat["running"].reshape(self.running_shape)
         self._mask = flat["action_mask"].view(bool)  # (A,) the legal actions, in the observation's buffer
-        self._mask_rows = self._mask[self.first_start :].reshape(q + r, p)  # (Q + R, P): start rows, resize rows
+        self._mask_rows = self._mask[self.first_start : self.first_preempt].reshape(q + r, p)  # start, resize rows
+        self._mask_preempt = self._mask[self.first_preempt :]  # (R,) or (0,): preempt each running slot
         self._gpus_free = flat["gpus"][: self.sim.num_types]  # (T,) free fraction of each GPU type
         self._rrows = list(self._obs["running"])  # (R,) views of the rows of the running block
         self._row_scratch = (self._rbuf[-1], self._rbuf[-1, 1:])  # a (1 + P,) scratch row and its (P,) tail
@@ -324,6 +338,9 @@ class FrenzyEnv(gym.Env):
             k, plan = divmod(a - self.first_start, p)
             ok = sim.start(int(self._visible_queue[k]), plan)
             assert ok, "a start the mask allowed was refused"  # masks and simulator must agree
+        elif a >= self.first_preempt:
+            ok = sim.preempt(int(self._visible_running[a - self.first_preempt]))
+            assert ok, "a preemption the mask allowed was refused"
         else:
             r, plan = divmod(a - self.first_resize, p)
             ok = sim.resize(int(self._visible_running[r]), plan)
@@ -383,6 +400,14 @@ class FrenzyEnv(gym.Env):
         if hits.size == 0:
             return None
         return self.first_resize + int(hits[0]) * self.num_plans + int(plan)
+
+    def preempt_action(self, job: int) -> int | None:
+        """The action index that preempts running ``job``, or None if it is not in a running slot or the env
+        was made without ``preemption=True``."""
+        hits = np.flatnonzero(self._visible_running == job)
+        if hits.size == 0 or not self.preemption:
+            return None
+        return self.first_preempt + int(hits[0])
 
     def start_rows(self, mask: np.ndarray) -> np.ndarray:
         """(visible queued jobs, P) view of ``mask``'s start actions: row k is queue slot k's plans."""
@@ -493,6 +518,13 @@ class FrenzyEnv(gym.Env):
         self._mask[1 : self.first_start] = pending and not sim.done
         rows = self._mask_rows
         self._legal_moves = sim.legal_masks(self._visible_queue, self._visible_running, self.queue_slots, rows)
+        if self.preemption:  # a running job past its start-up (the rule of a resize) may be preempted
+            stop = self._mask_preempt
+            stop[:] = False
+            rv = self._visible_running
+            if len(rv) and not sim.done:
+                stop[: len(rv)] = sim.run_floats[rv, 1] <= sim.now
+                self._legal_moves += int(np.count_nonzero(stop))
 
     def _queue_rows(self, jobs: np.ndarray) -> np.ndarray:
         """(len(jobs), F + P) float32 rows of queued ``jobs`` without the wait column (it depends on time).

@@ -25,26 +25,16 @@ A test split in two processes: ``--test-split --shard 0/2 --out OUT0`` and ``--s
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import shutil
 from pathlib import Path
 
 from agents.ppo import DEFAULT_MODEL_PATH, TEST_SEED_START, TrainConfig, load_policy, test_workloads
 from baselines import POLICIES, make_policy
+from frenzy_env.cli.policies import builtin_with_keywords
 from frenzy_env.env import FrenzyEnv
+from frenzy_env.errors import FrenzyError
 from frenzy_env.evaluation import evaluate, summarise, summary_markdown, wide_window
-
-
-def _value(text: str) -> object:
-    """A keyword's value in a policy spec: True/False/None, an int, a float, else the text."""
-    special = {"True": True, "False": False, "None": None}
-    if text in special:
-        return special[text]
-    for kind in (int, float):
-        with contextlib.suppress(ValueError):  # not this kind: try the next
-            return kind(text)
-    return text
 
 
 def _policies(names: list[str], model: Path, models: dict[str, Path], seed: int = 0, greedy: bool = False,
@@ -62,13 +52,15 @@ def _policies(names: list[str], model: Path, models: dict[str, Path], seed: int 
             continue
         if only_models:
             continue
-        name, _, rest = spec.partition(":")
-        kwargs = {}
-        for item in filter(None, rest.split(":")):
-            key, eq, value = item.partition("=")
-            if not eq:
-                raise SystemExit(f"--policies: expected NAME:key=value:..., got {spec!r}")
-            kwargs[key] = _value(value)
+        name, kwargs = spec, {}
+        if ":" in spec:
+            try:
+                options = builtin_with_keywords(spec)
+            except FrenzyError as exc:
+                raise SystemExit(str(exc)) from None
+            if options is None:
+                raise SystemExit(f"--policies: expected NAME:key=value:... with NAME a baseline, got {spec!r}")
+            name, kwargs = options
         if name not in POLICIES:
             raise SystemExit(f"--policies: unknown policy {name!r} (known: {', '.join(POLICIES)}, ppo)")
         out[spec] = wide_window(lambda env, name=name, kwargs=kwargs: make_policy(name, env, **kwargs))

@@ -8,7 +8,8 @@ A setting is ``key=value`` pairs joined by commas: ``margin`` (the move margin) 
 :class:`baselines.sia.SiaPolicy` (``rate_power``, ``efficiency_power``, ...); ``sia_srpt`` alone names the
 round-based baseline as ``frenzy evaluate`` runs it. ``--split validation`` plays the run's validation
 workloads; ``--split train --train-workloads N`` the first N workloads of its training pool (seeds 0, 1, ...
-of the training mixture, as the knob agent's envs draw them). Every play is one deterministic episode; rows
+of the training mixture, as the knob agent's envs draw them); ``--split test`` its test split (to report a
+setting chosen elsewhere, never to choose one). Every play is one deterministic episode; rows
 (setting, workload, average JCT, restarts, seconds) are appended to ``sweep_<split>.csv`` in ``--out`` and a
 play already there is not repeated. The report gives each setting's mean ratio to ``--reference`` (the
 mean over workloads, with a 95% confidence interval over them) and, for the settings listed with
@@ -32,15 +33,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 COLUMNS = ["setting", "workload", "avg_jct_h", "restarts", "seconds"]
 
 
-def parse_setting(text: str) -> dict[str, float]:
-    """``"margin=0.2,rate_power=2"`` -> ``{"move_margin": 0.2, "rate_power": 2.0}``; ``"sia_srpt"`` -> {}."""
+def parse_setting(text: str) -> dict[str, float | bool]:
+    """``"margin=0.2,rate_power=2"`` -> ``{"move_margin": 0.2, "rate_power": 2.0}``; ``"sia_srpt"`` -> {};
+    ``preempt=1`` (or 0) -> ``{"preempt": True}`` (the play's env then has ``preemption=True``)."""
     if text == "sia_srpt":
         return {}
-    out: dict[str, float] = {}
+    out: dict[str, float | bool] = {}
     for part in text.split(","):
         key, sep, value = part.partition("=")
         if not sep:
             raise SystemExit(f"setting {text!r}: expected key=value pairs joined by commas, got {part!r}")
+        if key == "preempt":
+            if value not in ("0", "1"):
+                raise SystemExit(f"setting {text!r}: preempt must be 0 or 1, got {value!r}")
+            out[key] = value == "1"
+            continue
         try:
             out["move_margin" if key == "margin" else key] = float(value)
         except ValueError:
@@ -50,10 +57,12 @@ def parse_setting(text: str) -> dict[str, float]:
 
 def workloads(cfg, split: str, n_train: int) -> list[tuple[str, object, int]]:
     """``(name, Workload, seed)`` of the split."""
-    from agents.ppo.workloads import training_generator, validation_workloads
+    from agents.ppo.workloads import test_workloads, training_generator, validation_workloads
 
     if split == "validation":
         return validation_workloads(cfg)
+    if split == "test":
+        return test_workloads(cfg)
     gen = training_generator(cfg)
     return [(f"train#{s}", gen.generate(s), s) for s in range(n_train)]
 
@@ -73,8 +82,8 @@ def play(job: tuple) -> list:
         metrics = run_episode(env, make_policy("sia_srpt", env), seed=seed).metrics
         jct, restarts = metrics["avg_jct_h"], metrics.get("restarts", float("nan"))
     else:
-        env = make_env(train_cfg, workload)
         kwargs = parse_setting(setting)
+        env = make_env(train_cfg, workload, preemption=bool(kwargs.get("preempt", False)))
         jct = play_plan(env, seed, "completion", kwargs.pop("move_margin", 0.0), **kwargs).avg_jct_h
         restarts = float(env.unwrapped.sim.restarts)
     return [setting, name, jct, restarts, round(time.perf_counter() - t0, 1)]
@@ -109,7 +118,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("settings", nargs="*", help="settings to play (key=value,...; or sia_srpt)")
     ap.add_argument("--run", type=Path, required=True, help="a knob run folder (its config.json gives the splits)")
-    ap.add_argument("--split", choices=("validation", "train"), default="validation")
+    ap.add_argument("--split", choices=("validation", "train", "test"), default="validation",
+                    help="test: the run's test split (report only: never choose a setting on it)")
     ap.add_argument("--train-workloads", type=int, default=16, help="with --split train: how many (default 16)")
     ap.add_argument("--out", type=Path, required=True, help="folder of sweep_<split>.csv")
     ap.add_argument("--workers", type=int, default=2, help="processes (default 2)")

@@ -239,3 +239,23 @@ def test_the_ppo_policy_plays_the_shipped_knob_agent_and_load_policy_reads_knob_
     assert isinstance(load_policy(env), PPOPolicy)  # the action-level model stays the default of load_policy
     with pytest.raises(ConfigError, match="knob model"):
         load_policy(None, SHIPPED)
+
+
+def test_baselines_take_keywords_and_preemption_reaches_the_env(tmp_path, monkeypatch, capsys):
+    """``NAME:key=value`` passes keywords to a baseline (labelled as given); ``--preemption`` makes envs with the
+    preempt actions, which ``sia_srpt:preempt=True`` needs (without it: one line, exit 2, before any episode)."""
+    out = tmp_path / "out"
+    argv = ["evaluate", "--policies", "sia_srpt,sia_srpt:preempt=True:move_margin=0.2", *QUICK, "--json"]
+    assert main([*argv, "--preemption", "--out", str(out)]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [row["policy"] for row in rows] == ["sia_srpt", "sia_srpt:preempt=True:move_margin=0.2"]
+    assert json.loads((out / "manifest.json").read_text())["env"]["preemption"] is True
+    _no_episodes(monkeypatch)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "preemption=True" in err and "sia_srpt:preempt=True" in err, err
+    assert main(["evaluate", "--policies", "sia_srpt:preempt", *QUICK]) == 2  # not key=value: MODULE:ATTR
+    assert main(["evaluate", "--policies", "sia_srpt:move_margin=0.2:x", *QUICK]) == 2
+    assert "expected NAME:key=value" in capsys.readouterr().err
+    assert main(["evaluate", "--policies", "sia_srpt:move_margn=0.2", *QUICK]) == 2
+    assert "move_margn" in capsys.readouterr().err

@@ -31,6 +31,11 @@ def test_settings_parse_and_bad_ones_are_named(sweep):
         sweep.parse_setting("margin=0,rate_power=x")
     with pytest.raises(SystemExit, match="key=value"):
         sweep.parse_setting("margin")
+    assert sweep.parse_setting("margin=0.2,preempt=1,preempt_margin=1") == {
+        "move_margin": 0.2, "preempt": True, "preempt_margin": 1.0}
+    assert sweep.parse_setting("preempt=0") == {"preempt": False}
+    with pytest.raises(SystemExit, match="preempt must be 0 or 1, got 'yes'"):
+        sweep.parse_setting("preempt=yes")
 
 
 def test_report_ratios_and_the_hindsight_best(sweep):
@@ -59,6 +64,10 @@ def test_a_play_is_the_planner_with_that_setting(sweep, make_job, make_workload)
     setting, name, jct, restarts, seconds = sweep.play(("margin=0.2", "tiny", wl, 3, cfg))
     assert (setting, name) == ("margin=0.2", "tiny") and seconds >= 0 and restarts >= 0
     expect = play_plan(make_env(cfg, wl), 3, "completion", margin=0.2).avg_jct_h
+    assert jct == pytest.approx(expect) and np.isfinite(jct) and jct > 0
+    # preempt=1: the play's env has the preempt actions and the planner uses them
+    *_, jct, restarts, _ = sweep.play(("margin=0.2,preempt=1", "tiny", wl, 3, cfg))
+    expect = play_plan(make_env(cfg, wl, preemption=True), 3, "completion", margin=0.2, preempt=True).avg_jct_h
     assert jct == pytest.approx(expect) and np.isfinite(jct) and jct > 0
 
 

@@ -101,13 +101,15 @@ class _SeedRange:
         return self.inner.generate(lo + int(seed) % (hi - lo))
 
 
-def make_env(cfg: TrainConfig, workload: Any) -> Any:
+def make_env(cfg: TrainConfig, workload: Any, **options: Any) -> Any:
     """A bare :class:`~frenzy_env.env.FrenzyEnv` of the configured cluster and windows for ``workload`` (a
-    generator or a fixed Workload); the trainer steps it directly (no Monitor)."""
+    generator or a fixed Workload), with any other env keyword in ``options`` (``preemption=True``); the
+    trainer steps it directly (no Monitor)."""
     from frenzy_env.env import FrenzyEnv
 
     return FrenzyEnv(
-        cluster=cfg.cluster, workload=workload, queue_slots=cfg.queue_slots, running_slots=cfg.running_slots
+        cluster=cfg.cluster, workload=workload, queue_slots=cfg.queue_slots, running_slots=cfg.running_slots,
+        **options,
     )
 
 

@@ -64,6 +64,12 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--predictor", choices=("frenzy", "extended", "oracle"), default="extended")
     p.add_argument(
+        "--preemption", action="store_true",
+        help="envs with preempt actions (FrenzyEnv(preemption=True)): needed by sia and sia_srpt with preempt=True "
+        "(e.g. sia_srpt:preempt=True); policies that do not preempt play as without it, but the action-level "
+        "PPO models of agents/models do not fit its larger action space",
+    )
+    p.add_argument(
         "--model", type=model_arg, action="append", default=[], metavar="[NAME=]PATH",
         help="a MaskablePPO zip or a knob model (agents.knob): PATH is the 'ppo' policy's model (default: the knob "
         "agent shipped in agents/models); "
@@ -218,7 +224,8 @@ def run(args: argparse.Namespace) -> int:
     workloads, factory, trace = _workload_factory(args, cluster)
 
     def make_env(workload: str, **overrides: Any) -> FrenzyEnv:
-        return FrenzyEnv(cluster=cluster, workload=factory(workload), predictor=args.predictor, **overrides)
+        return FrenzyEnv(cluster=cluster, workload=factory(workload), predictor=args.predictor,
+                         preemption=args.preemption, **overrides)
 
     first_env = make_env(workloads[0])
     policy_specs.check(specs, first_env)  # every model file and MODULE:ATTR, before any episode

@@ -47,6 +47,7 @@ def env_config(env: Any) -> dict[str, Any]:
         "reward_scale": base.reward_scale,
         "invalid_action_penalty": base.invalid_action_penalty,
         "max_steps": base.max_steps,
+        "preemption": base.preemption,
         "obs_version": OBS_VERSION,
         "sim_config": base.sim_config.to_dict(),
     }

@@ -7,6 +7,7 @@ imported, model files loaded against the env) before any episode starts.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import re
@@ -81,11 +82,14 @@ def resolve(
             "the 'rllib' policy needs --rllib-checkpoint PATH (the run folder of frenzy train --backend rllib)"
         )
     wanted = list(dict.fromkeys([*names, *named]))  # (a name given twice runs once)
-    modules = [name for name in wanted if ":" in name]
+    modules = [name for name in wanted if ":" in name and builtin_with_keywords(name) is None]
     plain_names = {name for name in wanted if ":" not in name} | set(POLICIES) | set(MODEL_POLICIES)
     specs = []
     for name in wanted:
-        if ":" in name:
+        options = builtin_with_keywords(name)
+        if options is not None:  # a baseline with keywords: labelled as given
+            specs.append(PolicySpec(name, "builtin", name, _builtin_factory(options[0], **options[1])))
+        elif ":" in name:
             attr = name.partition(":")[2]
             clash = attr in plain_names or sum(m.partition(":")[2] == attr for m in modules) > 1
             specs.append(_module_spec(name, name if clash else attr))
@@ -128,6 +132,11 @@ def check(specs: list[PolicySpec], env: Any) -> None:
     for spec in specs:
         if spec.kind == "module":
             spec.factory(env)
+        elif spec.kind == "builtin" and ":" in spec.source:  # a baseline with keywords: bad ones fail now
+            try:
+                spec.factory(env)
+            except ConfigError as exc:
+                raise ConfigError(f"policy {spec.name!r}: {exc}") from None
 
 
 def module_of(spec: PolicySpec) -> Any:
@@ -143,13 +152,42 @@ def _default_model() -> Path:
     return SHIPPED
 
 
-def _builtin_factory(name: str) -> Callable[[Any], Any]:
+def keyword_value(text: str) -> object:
+    """A keyword's value in a policy spec: True/False/None, an int, a float, else the text."""
+    special = {"True": True, "False": False, "None": None}
+    if text in special:
+        return special[text]
+    for kind in (int, float):
+        with contextlib.suppress(ValueError):  # not this kind: try the next
+            return kind(text)
+    return text
+
+
+def builtin_with_keywords(spec: str) -> tuple[str, dict[str, object]] | None:
+    """``"NAME:k=v:k=v"`` with NAME a registered baseline -> ``(NAME, {k: v, ...})`` (values by
+    :func:`keyword_value`); None for anything else (a plain name, or MODULE:ATTR). Raises
+    :class:`~frenzy_env.errors.FrenzyError` for a registered NAME followed by an item that is not key=value."""
+    from baselines import POLICIES
+
+    name, sep, rest = spec.partition(":")
+    if not sep or name not in POLICIES or "=" not in rest:
+        return None
+    kwargs: dict[str, object] = {}
+    for item in rest.split(":"):
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise FrenzyError(f"--policies {spec!r}: expected NAME:key=value:key=value, got {item!r}")
+        kwargs[key] = keyword_value(value)
+    return name, kwargs
+
+
+def _builtin_factory(name: str, **kwargs: Any) -> Callable[[Any], Any]:
     from frenzy_env.evaluation import wide_window
 
     def build(env: Any) -> Any:
         from baselines import make_policy
 
-        return make_policy(name, env)
+        return make_policy(name, env, **kwargs)
 
     return wide_window(build)  # scripted: every job in the system within reach
 

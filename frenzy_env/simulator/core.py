@@ -127,6 +127,9 @@ class ClusterSimulator(_MaskLayer):
         self.run_floats = np.zeros((n, 4))  # (J, 4) done_base, progress_from, rate, first start time
         self.run_floats[:, 3] = math.nan
         self.restart_count = np.zeros(n, dtype=np.int64)  # (J,) records[j].restarts
+        # (J,) seconds a preempted job's next start adds to its start-up: restart_overhead + writing the
+        # checkpoint on the plan it was preempted from (0 for a job never preempted since its last start)
+        self.resume_extra = np.zeros(n, dtype=np.float64)
         # change counters: views built on the queue / the running set can tell when to rebuild
         self.queue_version = 0
         self.running_version = 0  # any start, resize or stop
@@ -240,8 +243,9 @@ class ClusterSimulator(_MaskLayer):
     # ------------------------------------------------------------------ actions
     def startup_seconds(self, job: int, plan: int) -> float:
         """Seconds from a start of ``job`` on plan slot ``plan`` to its first iteration (the start-up model of
-        :class:`SimConfig`: ``startup_time`` + loading the model states)."""
-        return self._row_start_l[self._row_key_l[job]][plan]
+        :class:`SimConfig`: ``startup_time`` + loading the model states; for a preempted job, plus what its
+        preemption deferred, ``resume_extra[job]``)."""
+        return self._row_start_l[self._row_key_l[job]][plan] + float(self.resume_extra[job])
 
     def restart_seconds(self, job: int, plan: int) -> float:
         """Seconds from a resize of running ``job`` onto plan slot ``plan`` to its first iteration there:
@@ -265,7 +269,9 @@ class ClusterSimulator(_MaskLayer):
         pos = bisect.bisect_left(self.queue, job)
         del self.queue[pos]
         self.queue_version += 1
-        self._launch(job, plan, placed, done_base=float(self.done_iters[job]), extra_delay=0.0)
+        extra = float(self.resume_extra[job])  # a preempted job pays the stop and checkpoint write now
+        self.resume_extra[job] = 0.0
+        self._launch(job, plan, placed, done_base=float(self.done_iters[job]), extra_delay=extra)
         return True
 
     def resize(self, job: int, plan: int) -> bool:
@@ -299,9 +305,17 @@ class ClusterSimulator(_MaskLayer):
         return True
 
     def preempt(self, job: int) -> bool:
-        """Checkpoint running ``job`` and put it back in the queue (keeps its progress). False if illegal."""
-        if job not in self.running:
+        """Checkpoint running ``job`` and put it back in the queue (keeps its progress). False if illegal.
+
+        Its GPUs are free at once; what a resize pays for stopping the job (``restart_overhead`` + writing
+        the checkpoint on its current plan) is added to the start-up of its next start
+        (:meth:`startup_seconds` + ``resume_extra[job]``), so a preemption and the later restart together
+        cost the job what a resize does. (The checkpoint write is charged to the job's time, not to the
+        GPUs it frees: they are free for others at once.)"""
+        run = self.running.get(job)
+        if run is None:
             return False
+        self.resume_extra[job] = self._row_save_l[self._row_key_l[job]][run.plan]
         self.done_iters[job] = self._stop(job, "preempted")
         self.restarts += 1
         self.records[job].restarts += 1
