@@ -5,8 +5,9 @@ fixed settings on a run's workloads, and say how much choosing a setting per wor
         margin=0 margin=0.2 margin=0.2,rate_power=2 margin=0.2,efficiency_power=1
 
 A setting is ``key=value`` pairs joined by commas: ``margin`` (the move margin) and any keyword of
-:class:`baselines.sia.SiaPolicy` (``rate_power``, ``efficiency_power``, ...); ``sia_srpt`` alone names the
-round-based baseline as ``frenzy evaluate`` runs it. ``--split validation`` plays the run's validation
+:class:`baselines.sia.SiaPolicy` (``rate_power``, ``efficiency_power``, ``preempt=1`` with the env's preempt
+actions, ...); ``sia_srpt`` names the round-based baseline as ``frenzy evaluate`` runs it, and
+``sia_srpt,key=value,...`` that baseline with those keywords. ``--split validation`` plays the run's validation
 workloads; ``--split train --train-workloads N`` the first N workloads of its training pool (seeds 0, 1, ...
 of the training mixture, as the knob agent's envs draw them); ``--split test`` its test split (to report a
 setting chosen elsewhere, never to choose one). Every play is one deterministic episode; rows
@@ -35,9 +36,12 @@ COLUMNS = ["setting", "workload", "avg_jct_h", "restarts", "seconds"]
 
 def parse_setting(text: str) -> dict[str, float | bool]:
     """``"margin=0.2,rate_power=2"`` -> ``{"move_margin": 0.2, "rate_power": 2.0}``; ``"sia_srpt"`` -> {};
-    ``preempt=1`` (or 0) -> ``{"preempt": True}`` (the play's env then has ``preemption=True``)."""
+    ``preempt=1`` (or 0) -> ``{"preempt": True}`` (the play's env then has ``preemption=True``); the
+    round-based baseline with keywords, ``"sia_srpt,margin=0.2,preempt=1"``, parses as its keywords."""
     if text == "sia_srpt":
         return {}
+    if text.startswith("sia_srpt,"):
+        return parse_setting(text.partition(",")[2])
     out: dict[str, float | bool] = {}
     for part in text.split(","):
         key, sep, value = part.partition("=")
@@ -77,13 +81,14 @@ def play(job: tuple) -> list:
     from frenzy_env.evaluation import WIDE_WINDOWS, run_episode
 
     t0 = time.perf_counter()
-    if setting == "sia_srpt":
-        env = FrenzyEnv(cluster=train_cfg.cluster, workload=workload, **WIDE_WINDOWS)
-        metrics = run_episode(env, make_policy("sia_srpt", env), seed=seed).metrics
+    kwargs = parse_setting(setting)
+    preemption = bool(kwargs.get("preempt", False))
+    if setting.partition(",")[0] == "sia_srpt":  # the round-based baseline, as frenzy evaluate runs it
+        env = FrenzyEnv(cluster=train_cfg.cluster, workload=workload, preemption=preemption, **WIDE_WINDOWS)
+        metrics = run_episode(env, make_policy("sia_srpt", env, **kwargs), seed=seed).metrics
         jct, restarts = metrics["avg_jct_h"], metrics.get("restarts", float("nan"))
     else:
-        kwargs = parse_setting(setting)
-        env = make_env(train_cfg, workload, preemption=bool(kwargs.get("preempt", False)))
+        env = make_env(train_cfg, workload, preemption=preemption)
         jct = play_plan(env, seed, "completion", kwargs.pop("move_margin", 0.0), **kwargs).avg_jct_h
         restarts = float(env.unwrapped.sim.restarts)
     return [setting, name, jct, restarts, round(time.perf_counter() - t0, 1)]

@@ -34,6 +34,7 @@ def test_settings_parse_and_bad_ones_are_named(sweep):
     assert sweep.parse_setting("margin=0.2,preempt=1,preempt_margin=1") == {
         "move_margin": 0.2, "preempt": True, "preempt_margin": 1.0}
     assert sweep.parse_setting("preempt=0") == {"preempt": False}
+    assert sweep.parse_setting("sia_srpt,margin=0.2,preempt=1") == {"move_margin": 0.2, "preempt": True}
     with pytest.raises(SystemExit, match="preempt must be 0 or 1, got 'yes'"):
         sweep.parse_setting("preempt=yes")
 
@@ -65,6 +66,15 @@ def test_a_play_is_the_planner_with_that_setting(sweep, make_job, make_workload)
     assert (setting, name) == ("margin=0.2", "tiny") and seconds >= 0 and restarts >= 0
     expect = play_plan(make_env(cfg, wl), 3, "completion", margin=0.2).avg_jct_h
     assert jct == pytest.approx(expect) and np.isfinite(jct) and jct > 0
+    # the round-based baseline with keywords: frenzy evaluate's sia_srpt:preempt=True:move_margin=0.2
+    from baselines import make_policy
+    from frenzy_env.env import FrenzyEnv
+    from frenzy_env.evaluation import WIDE_WINDOWS, run_episode
+
+    *_, jct, restarts, _ = sweep.play(("sia_srpt,margin=0.2,preempt=1", "tiny", wl, 3, cfg))
+    env = FrenzyEnv(cluster=cfg.cluster, workload=wl, preemption=True, **WIDE_WINDOWS)
+    metrics = run_episode(env, make_policy("sia_srpt", env, move_margin=0.2, preempt=True), seed=3).metrics
+    assert (jct, restarts) == (metrics["avg_jct_h"], metrics["restarts"])
     # preempt=1: the play's env has the preempt actions and the planner uses them
     *_, jct, restarts, _ = sweep.play(("margin=0.2,preempt=1", "tiny", wl, 3, cfg))
     expect = play_plan(make_env(cfg, wl, preemption=True), 3, "completion", margin=0.2, preempt=True).avg_jct_h
