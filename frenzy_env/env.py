@@ -396,18 +396,19 @@ class FrenzyEnv(gym.Env):
 
     def resize_action(self, job: int, plan: int) -> int | None:
         """The action index that resizes running ``job`` to ``plan``, or None if not in a running slot."""
-        hits = np.flatnonzero(self._visible_running == job)
-        if hits.size == 0:
-            return None
-        return self.first_resize + int(hits[0]) * self.num_plans + int(plan)
+        r = self._running_slot(job)
+        return None if r is None else self.first_resize + r * self.num_plans + int(plan)
 
     def preempt_action(self, job: int) -> int | None:
         """The action index that preempts running ``job``, or None if it is not in a running slot or the env
         was made without ``preemption=True``."""
+        r = self._running_slot(job) if self.preemption else None
+        return None if r is None else self.first_preempt + r
+
+    def _running_slot(self, job: int) -> int | None:
+        """The running slot showing ``job``, or None."""
         hits = np.flatnonzero(self._visible_running == job)
-        if hits.size == 0 or not self.preemption:
-            return None
-        return self.first_preempt + int(hits[0])
+        return int(hits[0]) if hits.size else None
 
     def start_rows(self, mask: np.ndarray) -> np.ndarray:
         """(visible queued jobs, P) view of ``mask``'s start actions: row k is queue slot k's plans."""
