@@ -17,6 +17,10 @@ than none on validation trace windows and level on synthetic ones; the policy le
   input-dependent baseline of ``agents.ppo.reference``, cached per workload seed) and scaled by ``gain`` /
   that reference's cost, so an episode returns ``gain x (1 - cost / plan's cost)``: exactly the knob's
   worth, undiscounted.
+* **With preemption** (``KnobConfig(preemption=True)``, session 19): the env offers preempt actions, the
+  planner may return a running job to the queue (:class:`~baselines.sia.SiaPolicy`'s ``preempt``), and the
+  reward is differenced against the plan at ``reference_level`` (for example margin 0.2 with preemption, the
+  strongest scripted setting measured) instead of margin 0; such a model plays only where preemption is on.
 * **Training** (:func:`train_knob`): stable-baselines3's PPO, an MLP, envs in subprocesses, checkpoints
   every ``checkpoint_every`` decisions (``resume`` continues from the last one).
 * **Acting** (:class:`KnobPolicy`, :func:`load_knob_policy`): a policy like any other for
@@ -62,7 +66,10 @@ class KnobConfig:
     reference plan is played once); ``gpu_features``: ``"summary"`` (the smallest, largest and GPU-weighted
     mean free fraction over the GPU types: the same three numbers on every cluster, so the model plays on any
     cluster) or ``"per_type"`` (each type's free fraction and share, version 1's layout: the training
-    cluster's types only); the rest are stable-baselines3 PPO's."""
+    cluster's types only); ``preemption``: the env offers preempt actions (``FrenzyEnv(preemption=True)``) and
+    the planner may preempt a running job (:class:`~baselines.sia.SiaPolicy`'s ``preempt``);
+    ``reference_level``: the level whose plan is the reward's reference and which the fresh policy picks with
+    probability ``start_plan_prob`` (0: the plan with margin 0); the rest are stable-baselines3 PPO's."""
 
     train: TrainConfig = field(default_factory=TrainConfig)
     levels: tuple[float, ...] = (0.0, 0.1, 0.2, 0.4)
@@ -84,6 +91,8 @@ class KnobConfig:
     max_minutes: float | None = None
     start_plan_prob: float = 0.85
     gpu_features: str = "summary"
+    preemption: bool = False
+    reference_level: int = 0
 
     def __post_init__(self) -> None:
         lv = self.levels
@@ -107,6 +116,10 @@ class KnobConfig:
             raise ConfigError(
                 f"gae_lambda must be in [0, 1] and ent_coef >= 0, got {self.gae_lambda!r}, {self.ent_coef!r}"
             )
+        if not isinstance(self.preemption, bool):
+            raise ConfigError(f"preemption must be true or false, got {self.preemption!r}")
+        if not (isinstance(self.reference_level, int) and 0 <= self.reference_level < len(lv)):
+            raise ConfigError(f"reference_level must index levels (0 to {len(lv) - 1}), got {self.reference_level!r}")
         if not 0 < self.start_plan_prob < 1:
             raise ConfigError(f"start_plan_prob must be in (0, 1), got {self.start_plan_prob!r}")
         if self.max_minutes is not None and not self.max_minutes > 0:
@@ -181,10 +194,14 @@ class KnobEnv(gym.Env):
         self.levels = tuple(float(v) for v in cfg.levels)
         self.objective = OBJECTIVES[cfg.planner]
         gen = training_generator(cfg.train)
-        self.env = make_env(cfg.train, gen)
-        plan = functools.partial(play_plan, objective=self.objective)  # the margin-0 plan, once per seed
-        self.shaper = RewardShaper(ReferenceCache(lambda: make_env(cfg.train, gen), plan), cfg.gain, 1)
-        self.teacher = SiaTeacher(self.env, objective=self.objective)
+        opts = {"preemption": True} if cfg.preemption else {}
+        self.env = make_env(cfg.train, gen, **opts)
+        self.ref = cfg.reference_level
+        # the reference level's plan, played once per seed
+        plan = functools.partial(play_plan, objective=self.objective, margin=self.levels[self.ref],
+                                 preempt=cfg.preemption)
+        self.shaper = RewardShaper(ReferenceCache(lambda: make_env(cfg.train, gen, **opts), plan), cfg.gain, 1)
+        self.teacher = SiaTeacher(self.env, objective=self.objective, preempt=cfg.preemption)
         self._rng = np.random.default_rng(seed)
         self.seeds = np.arange(cfg.pool) if seeds is None else np.asarray(seeds, dtype=np.int64)
         if self.seeds.size == 0:
@@ -192,7 +209,7 @@ class KnobEnv(gym.Env):
         dim = knob_input_size(self.env, len(self.levels), cfg.gpu_features)
         self.observation_space = gym.spaces.Box(0.0, 2.0, (dim,), np.float32)
         self.action_space = gym.spaces.Discrete(len(self.levels))
-        self.prev = 0
+        self.prev = self.ref
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
         if seed is not None:
@@ -201,8 +218,8 @@ class KnobEnv(gym.Env):
         obs, info = self.env.reset(seed=workload)
         self.teacher.reset()
         self.shaper.start(0, workload, info["time"], self.env.sim.num_jobs)
-        self.prev = 0
-        return self._features(obs, 0), info
+        self.prev = self.ref
+        return self._features(obs, self.ref), info
 
     def _features(self, obs: dict[str, np.ndarray], prev: int) -> np.ndarray:
         return knob_features(obs, prev, len(self.levels), self.cfg.gpu_features)
@@ -234,21 +251,30 @@ class KnobPolicy(ScriptedPolicy):
     decision of each simulated instant it picks a level from the observation :meth:`predict` is given, then
     carries the planner's steps out. ``levels`` and ``planner`` are the model's (:func:`load_knob_policy`);
     ``sample``: draw the level (generator re-seeded at every :meth:`reset` from ``seed`` and the episode's
-    seed) or take the most likely one; ``gpu_features``: the model's input layout (:class:`KnobConfig`).
+    seed) or take the most likely one; ``gpu_features``, ``preemption`` and ``reference_level``: the model's
+    (:class:`KnobConfig`; a model trained with preemption plays only in an env that offers it).
     ``levels_used`` counts each level's choices this episode."""
 
     name = "knob"
 
     def __init__(self, env: Any, model: Any, levels: tuple[float, ...], planner: str = "sia_srpt",
-                 sample: bool = True, seed: int = 0, gpu_features: str = "summary") -> None:
+                 sample: bool = True, seed: int = 0, gpu_features: str = "summary", preemption: bool = False,
+                 reference_level: int = 0) -> None:
         super().__init__(env)
         if planner not in OBJECTIVES:
             raise ConfigError(f"planner must be one of {sorted(OBJECTIVES)}, got {planner!r}")
         if gpu_features not in GPU_FEATURES:
             raise ConfigError(f"gpu_features must be one of {list(GPU_FEATURES)}, got {gpu_features!r}")
-        self.gpu_features = gpu_features
+        if not 0 <= reference_level < len(levels):
+            raise ConfigError(f"reference_level must index levels (0 to {len(levels) - 1}), got {reference_level!r}")
+        if preemption and not getattr(self.env, "preemption", False):
+            raise ConfigError(
+                "this knob model was trained with preemption (preemption=True): play it in an env that offers"
+                " preempt actions (FrenzyEnv(preemption=True), frenzy evaluate --preemption)"
+            )
+        self.gpu_features, self.preemption, self.reference_level = gpu_features, bool(preemption), int(reference_level)
         self.model, self.levels, self.sample, self.seed = model, tuple(levels), bool(sample), int(seed)
-        self.teacher = SiaTeacher(self.env, objective=OBJECTIVES[planner])
+        self.teacher = SiaTeacher(self.env, objective=OBJECTIVES[planner], preempt=self.preemption)
         self._obs: dict[str, np.ndarray] | None = None
         self.reset()
 
@@ -256,7 +282,7 @@ class KnobPolicy(ScriptedPolicy):
         super().reset()
         self.teacher.reset()
         self._instant: float | None = None
-        self.prev = 0
+        self.prev = self.reference_level
         self.levels_used = np.zeros(len(self.levels), dtype=np.int64)
         self._rng = np.random.default_rng([self.seed, int(getattr(self.env, "episode_seed", 0) or 0)])
 
@@ -296,7 +322,8 @@ def save_knob_model(model: Any, cfg: KnobConfig, path: Path) -> None:
     path = Path(path)
     model.save(path)
     meta = {"knob_version": KNOB_VERSION, "levels": list(cfg.levels), "planner": cfg.planner,
-            "gpu_features": cfg.gpu_features, "config": cfg.to_dict()}
+            "gpu_features": cfg.gpu_features, "preemption": cfg.preemption, "reference_level": cfg.reference_level,
+            "config": cfg.to_dict()}
     path.with_suffix(".json").write_text(json.dumps(meta, indent=1))
 
 
@@ -312,7 +339,8 @@ def _knob_meta(path: Path) -> dict | None:
         if path.parent.name == "checkpoints" and run_config.is_file():
             cfg = KnobConfig.from_dict(json.loads(run_config.read_text()))
             return {"knob_version": KNOB_VERSION, "levels": list(cfg.levels), "planner": cfg.planner,
-                    "gpu_features": cfg.gpu_features}
+                    "gpu_features": cfg.gpu_features, "preemption": cfg.preemption,
+                    "reference_level": cfg.reference_level}
     except (ValueError, TypeError, ConfigError):
         return None
     return None
@@ -349,7 +377,8 @@ def load_knob_policy(env: Any, path: str | Path, sample: bool = True, seed: int 
             " clusters with the training cluster's number of GPU types)"
         )
     return KnobPolicy(env, model, tuple(meta["levels"]), meta["planner"], sample=sample, seed=seed,
-                      gpu_features=gpu_features)
+                      gpu_features=gpu_features, preemption=bool(meta.get("preemption", False)),
+                      reference_level=int(meta.get("reference_level", 0)))
 
 
 def train_knob(
@@ -393,7 +422,7 @@ def train_knob(
             clip_range=cfg.clip_range, policy_kwargs={"net_arch": list(cfg.net_arch)}, seed=cfg.seed,
             device="cpu", verbose=0,
         )
-        start_at_plan(model, cfg.start_plan_prob)
+        start_at_plan(model, cfg.start_plan_prob, cfg.reference_level)
         save_knob_model(model, cfg, out / "start.zip")
     callbacks = [CheckpointCallback(max(1, cfg.checkpoint_every // cfg.n_envs), str(ckpt_dir), name_prefix="knob")]
     if cfg.max_minutes is not None:
@@ -410,15 +439,15 @@ def train_knob(
     return out / "model.zip"
 
 
-def start_at_plan(model: Any, p0: float) -> None:
-    """Make ``model``'s level distribution ``p0`` on level 0 and the rest even, whatever the input: the action
-    head's weights to 0 and its bias to those log-probabilities."""
+def start_at_plan(model: Any, p0: float, level: int = 0) -> None:
+    """Make ``model``'s level distribution ``p0`` on ``level`` (the reference plan's) and the rest even,
+    whatever the input: the action head's weights to 0 and its bias to those log-probabilities."""
     import torch as th
 
     n = model.action_space.n
     head = model.policy.action_net
     logp = np.full(n, np.log((1.0 - p0) / (n - 1)) if n > 1 else 0.0)
-    logp[0] = np.log(p0) if n > 1 else 0.0
+    logp[level] = np.log(p0) if n > 1 else 0.0
     with th.no_grad():
         head.weight.zero_()
         head.bias.copy_(th.as_tensor(logp, dtype=head.bias.dtype))

@@ -2,7 +2,7 @@
 
 Usage: ``python scripts/evaluate_ppo.py [--model agents/models/ppo_frenzy_testbed.zip] [--run runs/ppo]
 [--test-split] [--seeds 5] [--out docs/ppo] [--policies frenzy,srpt_est:grow=False,start,ppo]
-[--labelled-model start=runs/ppo/bc_model.zip]``
+[--labelled-model start=runs/ppo/bc_model.zip] [--preemption]``
 
 Runs the same harness as ``frenzy evaluate`` (:func:`frenzy_env.evaluation.evaluate`) on
 
@@ -11,6 +11,10 @@ Runs the same harness as ``frenzy evaluate`` (:func:`frenzy_env.evaluation.evalu
   on), every policy on the same workloads (paired);
 - otherwise the named ``--workloads`` (default ``synthetic,itp-default``) at seeds 1000, 1001, ...
   (training draws seeds below 500 and validation 500-999).
+
+With ``--preemption`` every env offers preempt actions (``FrenzyEnv(preemption=True)``), as ``frenzy evaluate
+--preemption`` runs them: for knob models trained with preemption and the preempting planner
+(``sia_srpt:preempt=True``).
 
 Every policy of ``baselines.POLICIES`` except masked random, plus ``ppo`` (``--model``, default the run's
 ``best_model.zip`` with ``--run``). Writes ``episodes.csv``, ``summary.csv``, ``summary.md``, ``paired.md``
@@ -94,10 +98,11 @@ def paired_table(episodes: object, agent: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_test_split(run: Path, policies: dict, save, shard: tuple[int, int] = (0, 1)) -> object:
+def run_test_split(run: Path, policies: dict, save, shard: tuple[int, int] = (0, 1), **options: object) -> object:
     """Every policy on the run's test workloads: synthetic seeds (one workload per seed) and fixed trace
     windows (one seed each); returns the episodes table. ``shard`` ``(k, n)``: only the workloads whose index
-    in the split is k modulo n (n processes share the split; their episodes.csv files concatenate)."""
+    in the split is k modulo n (n processes share the split; their episodes.csv files concatenate);
+    ``options``: further env keywords (``preemption=True``)."""
     import pandas as pd
 
     cfg = TrainConfig.from_dict(json.loads((run / "config.json").read_text()))
@@ -109,7 +114,7 @@ def run_test_split(run: Path, policies: dict, save, shard: tuple[int, int] = (0,
         _, episodes = evaluate(
             lambda _wl, wl=wl, **overrides: FrenzyEnv(
                 cluster=cfg.cluster, workload=wl,
-                **{"queue_slots": cfg.queue_slots, "running_slots": cfg.running_slots, **overrides},
+                **{"queue_slots": cfg.queue_slots, "running_slots": cfg.running_slots, **options, **overrides},
             ),
             policies, [name], [seed], progress=False,
         )
@@ -139,6 +144,10 @@ def main() -> None:
         help="independent sampled plays of each model per workload (their mean is the model's value; default 3)",
     )
     ap.add_argument("--greedy", action="store_true", help="models take their greedy action (one play)")
+    ap.add_argument(
+        "--preemption", action="store_true",
+        help="every env offers preempt actions (FrenzyEnv(preemption=True), as frenzy evaluate --preemption)",
+    )
     ap.add_argument("--out", type=Path, default=Path("docs/ppo"))
     ap.add_argument(
         "--combine", type=Path, action="append", default=[], help="episodes.csv of an earlier run to include"
@@ -176,6 +185,7 @@ def main() -> None:
     import pandas as pd
 
     done: list = []
+    options = {"preemption": True} if args.preemption else {}
 
     def save(jobs, episodes):  # partial results survive a later failure
         pd.concat([*done, episodes], ignore_index=True).to_csv(args.out / "episodes.csv", index=False)
@@ -185,10 +195,10 @@ def main() -> None:
         if not policies:
             break
         if args.test_split:
-            part = run_test_split(args.run, policies, save, shard)
+            part = run_test_split(args.run, policies, save, shard, **options)
         else:
             _, part = evaluate(
-                lambda wl, **overrides: FrenzyEnv(cluster="frenzy-testbed", workload=wl, **overrides),
+                lambda wl, **overrides: FrenzyEnv(cluster="frenzy-testbed", workload=wl, **options, **overrides),
                 policies,
                 args.workloads.split(","),
                 range(TEST_SEED_START, TEST_SEED_START + args.seeds),

@@ -5,12 +5,15 @@
 
 Every model plays each validation workload of the run's config (``agents.ppo.validation_workloads``:
 synthetic seeds 500, ... and fixed windows of the validation clusters; never the test split) ``--samples``
-times (sampled levels, draw k re-seeded with k), next to ``sia_srpt`` and the plan with margin 0, played
-once each (deterministic). Appends rows to ``validation_knob.csv`` (model, decisions, workload, draw, average
-JCT) and prints each model's mean ratio to both (over its draws' mean per workload); ``--plot`` draws
-``validation_curve_knob.png`` from the csv. Plays already in the csv are not played again, so the command can
-be re-run as checkpoints appear, or with a larger ``--samples`` to add draws to models already scored (one
-play per workload does not rank checkpoints less than 1% apart: docs/ppo/training.md, session 14).
+times (sampled levels, draw k re-seeded with k), next to ``sia_srpt`` and the run's reference plan (the
+plan at its ``reference_level``, with preemption when the run has it; margin 0 for older runs), played once
+each (deterministic). A run with ``preemption`` plays its models and plan in envs that offer preempt actions;
+``sia_srpt`` plays as ``frenzy evaluate`` runs it by default (no preemption). Appends rows to
+``validation_knob.csv`` (model, decisions, workload, draw, average JCT) and prints each model's mean ratio to
+both (over its draws' mean per workload); ``--plot`` draws ``validation_curve_knob.png`` from the csv. Plays
+already in the csv are not played again, so the command can be re-run as checkpoints appear, or with a larger
+``--samples`` to add draws to models already scored (one play per workload does not rank checkpoints less
+than 1% apart: docs/ppo/training.md, session 14).
 """
 
 from __future__ import annotations
@@ -55,10 +58,13 @@ def main() -> None:
         table = pd.concat([table, pd.DataFrame([[model, decisions, workload, draw, jct]], columns=table.columns)])
         table.to_csv(csv, index=False)
 
+    options = {"preemption": True} if cfg.preemption else {}
     for name, wl, seed in items:  # the references, once per workload
-        env = make_env(cfg.train, wl)
+        env = make_env(cfg.train, wl, **options)
         if not ((table.model == "plan") & (table.workload == name)).any():
-            add("plan", np.nan, name, 0, play_plan(env, seed, OBJECTIVES[cfg.planner]).avg_jct_h)
+            plan = play_plan(env, seed, OBJECTIVES[cfg.planner], cfg.levels[cfg.reference_level],
+                             preempt=cfg.preemption)
+            add("plan", np.nan, name, 0, plan.avg_jct_h)
         if not ((table.model == "sia_srpt") & (table.workload == name)).any():
             wide = FrenzyEnv(cluster=cfg.train.cluster, workload=wl, **WIDE_WINDOWS)  # as frenzy evaluate runs it
             pol = make_policy("sia_srpt", wide)
@@ -74,12 +80,13 @@ def main() -> None:
         env_of = None  # todo lists a workload's draws together: one env per workload
         for (name, wl, seed), draw in todo:
             if env_of != name:
-                env, env_of = make_env(cfg.train, wl), name
+                env, env_of = make_env(cfg.train, wl, **options), name
             pol = load_knob_policy(env, path, seed=draw, sample=not args.greedy)
             add(label, decisions, name, draw, run_episode(env, pol, seed=seed).metrics["avg_jct_h"])
         _report(table, label)
     if args.plot:
-        _plot(table, args.out / "validation_curve_knob.png")
+        plan = f"the plan, margin {cfg.levels[cfg.reference_level]:g}" + (", preemption" if cfg.preemption else "")
+        _plot(table, args.out / "validation_curve_knob.png", plan)
 
 
 def missing_draws(table, label: str, workload: str, samples: int) -> list[int]:
@@ -115,7 +122,7 @@ def _report(table, label: str) -> None:
           f"windows {r_plan[~syn].mean():.4f})", flush=True)
 
 
-def _plot(table, path: Path) -> None:
+def _plot(table, path: Path, plan_label: str = "the plan, margin 0") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -135,7 +142,7 @@ def _plot(table, path: Path) -> None:
     ax.plot(x[:, 0], x[:, 2], "s--", label="synthetic (8)")
     ax.plot(x[:, 0], x[:, 3], "^--", label="trace windows (8)")
     r_plan, _ = ratios(table, "plan")
-    ax.axhline(r_plan.mean(), color="grey", lw=1, label="the plan, margin 0")
+    ax.axhline(r_plan.mean(), color="grey", lw=1, label=plan_label)
     ax.axhline(1.0, color="black", lw=1, label="sia_srpt")
     ax.set_xlabel("training decisions (instants)")
     ax.set_ylabel("validation average JCT / sia_srpt's")

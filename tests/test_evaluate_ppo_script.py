@@ -55,3 +55,20 @@ def test_an_empty_policy_list_without_files_to_merge_is_refused(tmp_path, monkey
     with pytest.raises(SystemExit):
         _script().main()
     assert "--combine" in capsys.readouterr().err
+
+
+def test_preemption_gives_every_env_preempt_actions(tmp_path, monkeypatch):
+    """``--preemption`` plays in envs that offer preempt actions: the preempting planner runs there, and is
+    refused (an error naming preemption) without the flag."""
+    from frenzy_env.errors import FrenzyError
+
+    argv = ["evaluate_ppo.py", "--workloads", "synthetic-small", "--seeds", "1", "--policies",
+            "sia_srpt:preempt=True:move_margin=0.2", "--out", str(tmp_path / "with")]
+    monkeypatch.setattr(sys, "argv", [*argv, "--preemption"])
+    _script().main()
+    played = pd.read_csv(tmp_path / "with" / "episodes.csv")
+    assert list(played.policy) == ["sia_srpt:preempt=True:move_margin=0.2"]
+    assert (played.finished == played.jobs).all() and (played.invalid_actions == 0).all()
+    monkeypatch.setattr(sys, "argv", argv[:-1] + [str(tmp_path / "without")])
+    with pytest.raises(FrenzyError, match="preemption"):
+        _script().main()

@@ -38,7 +38,7 @@ def _model(cfg: KnobConfig, p0: float = 0.85):
     from stable_baselines3 import PPO
 
     model = PPO("MlpPolicy", KnobEnv(cfg), n_steps=16, batch_size=16, device="cpu", seed=0)
-    start_at_plan(model, p0)
+    start_at_plan(model, p0, cfg.reference_level)
     return model
 
 
@@ -47,7 +47,8 @@ def _model(cfg: KnobConfig, p0: float = 0.85):
     [({"levels": (0.1, 0.2)}, "levels"), ({"levels": (0.0, 0.2, 0.1)}, "levels"), ({"levels": (0.0, -1.0)}, "levels"),
      ({"planner": "fifo"}, "planner"), ({"n_envs": 0}, "n_envs"), ({"gain": 0.0}, "gain"),
      ({"start_plan_prob": 1.0}, "start_plan_prob"), ({"max_minutes": 0}, "max_minutes"),
-     ({"gpu_features": "types"}, "gpu_features")],
+     ({"gpu_features": "types"}, "gpu_features"), ({"preemption": 1}, "preemption"),
+     ({"reference_level": 4}, "reference_level"), ({"reference_level": -1}, "reference_level")],
 )
 def test_config_errors_name_the_field(kw, field):
     with pytest.raises(ConfigError, match=field):
@@ -118,6 +119,9 @@ def test_start_at_plan_sets_the_level_distribution_for_every_input():
     x = th.rand(5, model.observation_space.shape[0]) * 2
     probs = model.policy.get_distribution(x).distribution.probs.detach().numpy()
     np.testing.assert_allclose(probs, np.tile([0.7, 0.1, 0.1, 0.1], (5, 1)), rtol=1e-5)
+    start_at_plan(model, 0.4, 2)  # another reference level
+    probs = model.policy.get_distribution(x).distribution.probs.detach().numpy()
+    np.testing.assert_allclose(probs, np.tile([0.2, 0.2, 0.4, 0.2], (5, 1)), rtol=1e-5)
 
 
 def test_always_level_zero_returns_exactly_zero_and_a_margin_returns_its_relative_gain():
@@ -131,6 +135,38 @@ def test_always_level_zero_returns_exactly_zero_and_a_margin_returns_its_relativ
     margin = play_plan(make_env(SMALL, training_generator(SMALL)), 0, "completion", margin=0.4)
     ret3, _ = _play(env, 3)
     assert ret3 == pytest.approx(cfg.gain * (1 - margin.total / plan.total), rel=1e-6, abs=1e-9)
+
+
+def test_with_preemption_the_reference_levels_plan_returns_zero_and_another_its_relative_gain():
+    """A preempting knob (``preemption=True``, ``reference_level=2``): its env offers preempt actions, its
+    planner may preempt, and the reward is differenced against the preempting plan at margin 0.2."""
+    cfg = _cfg(pool=1, preemption=True, reference_level=2)
+    env = KnobEnv(cfg, seed=0)
+    assert env.env.preemption and env.teacher.sia.preempt
+    ret2, steps = _play(env, 2)
+    assert ret2 == pytest.approx(0.0, abs=1e-9) and steps > 5
+    ref = play_plan(make_env(SMALL, training_generator(SMALL), preemption=True), 0, "completion", margin=0.2,
+                    preempt=True)
+    zero = play_plan(make_env(SMALL, training_generator(SMALL), preemption=True), 0, "completion", margin=0.0,
+                     preempt=True)
+    ret0, _ = _play(env, 0)
+    assert ret0 == pytest.approx(cfg.gain * (1 - zero.total / ref.total), rel=1e-6, abs=1e-9)
+
+
+def test_a_preempting_model_starts_at_its_reference_plan_and_needs_an_env_with_preemption(tmp_path):
+    cfg = _cfg(preemption=True, reference_level=2)
+    save_knob_model(_model(cfg), cfg, tmp_path / "m.zip")
+    meta = json.loads((tmp_path / "m.json").read_text())
+    assert meta["preemption"] is True and meta["reference_level"] == 2
+    with pytest.raises(ConfigError, match="preemption"):
+        load_knob_policy(make_env(SMALL, training_generator(SMALL)), tmp_path / "m.zip")
+    env = make_env(SMALL, training_generator(SMALL), preemption=True)
+    plan = play_plan(env, 7, "completion", margin=0.2, preempt=True)
+    greedy = load_knob_policy(env, tmp_path / "m.zip", sample=False)
+    assert greedy.preemption and greedy.prev == 2
+    m = run_episode(env, greedy, seed=7).metrics
+    assert m["avg_jct_h"] == pytest.approx(plan.avg_jct_h, rel=1e-12) and m["invalid_actions"] == 0
+    assert greedy.levels_used[2] > 0 and greedy.levels_used.sum() == greedy.levels_used[2]
 
 
 def _play(env: KnobEnv, level: int) -> tuple[float, int]:
