@@ -194,13 +194,13 @@ class KnobEnv(gym.Env):
         self.levels = tuple(float(v) for v in cfg.levels)
         self.objective = OBJECTIVES[cfg.planner]
         gen = training_generator(cfg.train)
-        opts = {"preemption": True} if cfg.preemption else {}
-        self.env = make_env(cfg.train, gen, **opts)
+        self.env = make_env(cfg.train, gen, preemption=cfg.preemption)
         self.ref = cfg.reference_level
         # the reference level's plan, played once per seed
         plan = functools.partial(play_plan, objective=self.objective, margin=self.levels[self.ref],
                                  preempt=cfg.preemption)
-        self.shaper = RewardShaper(ReferenceCache(lambda: make_env(cfg.train, gen, **opts), plan), cfg.gain, 1)
+        ref_env = functools.partial(make_env, cfg.train, gen, preemption=cfg.preemption)
+        self.shaper = RewardShaper(ReferenceCache(ref_env, plan), cfg.gain, 1)
         self.teacher = SiaTeacher(self.env, objective=self.objective, preempt=cfg.preemption)
         self._rng = np.random.default_rng(seed)
         self.seeds = np.arange(cfg.pool) if seeds is None else np.asarray(seeds, dtype=np.int64)
@@ -321,10 +321,14 @@ def save_knob_model(model: Any, cfg: KnobConfig, path: Path) -> None:
     """``model`` to ``path`` (an SB3 zip) with ``path.with_suffix('.json')``: the config and layout version."""
     path = Path(path)
     model.save(path)
-    meta = {"knob_version": KNOB_VERSION, "levels": list(cfg.levels), "planner": cfg.planner,
-            "gpu_features": cfg.gpu_features, "preemption": cfg.preemption, "reference_level": cfg.reference_level,
-            "config": cfg.to_dict()}
+    meta = {**_model_meta(cfg), "config": cfg.to_dict()}
     path.with_suffix(".json").write_text(json.dumps(meta, indent=1))
+
+
+def _model_meta(cfg: KnobConfig) -> dict:
+    """What a model of ``cfg`` needs to play: its layout version, levels, planner and options."""
+    return {"knob_version": KNOB_VERSION, "levels": list(cfg.levels), "planner": cfg.planner,
+            "gpu_features": cfg.gpu_features, "preemption": cfg.preemption, "reference_level": cfg.reference_level}
 
 
 def _knob_meta(path: Path) -> dict | None:
@@ -338,9 +342,7 @@ def _knob_meta(path: Path) -> dict | None:
             return meta if isinstance(meta, dict) and "knob_version" in meta else None
         if path.parent.name == "checkpoints" and run_config.is_file():
             cfg = KnobConfig.from_dict(json.loads(run_config.read_text()))
-            return {"knob_version": KNOB_VERSION, "levels": list(cfg.levels), "planner": cfg.planner,
-                    "gpu_features": cfg.gpu_features, "preemption": cfg.preemption,
-                    "reference_level": cfg.reference_level}
+            return _model_meta(cfg)
     except (ValueError, TypeError, ConfigError):
         return None
     return None

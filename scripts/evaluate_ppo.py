@@ -185,7 +185,6 @@ def main() -> None:
     import pandas as pd
 
     done: list = []
-    options = {"preemption": True} if args.preemption else {}
 
     def save(jobs, episodes):  # partial results survive a later failure
         pd.concat([*done, episodes], ignore_index=True).to_csv(args.out / "episodes.csv", index=False)
@@ -195,10 +194,12 @@ def main() -> None:
         if not policies:
             break
         if args.test_split:
-            part = run_test_split(args.run, policies, save, shard, **options)
+            part = run_test_split(args.run, policies, save, shard, preemption=args.preemption)
         else:
             _, part = evaluate(
-                lambda wl, **overrides: FrenzyEnv(cluster="frenzy-testbed", workload=wl, **options, **overrides),
+                lambda wl, **overrides: FrenzyEnv(
+                    cluster="frenzy-testbed", workload=wl, preemption=args.preemption, **overrides
+                ),
                 policies,
                 args.workloads.split(","),
                 range(TEST_SEED_START, TEST_SEED_START + args.seeds),

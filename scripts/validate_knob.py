@@ -58,9 +58,8 @@ def main() -> None:
         table = pd.concat([table, pd.DataFrame([[model, decisions, workload, draw, jct]], columns=table.columns)])
         table.to_csv(csv, index=False)
 
-    options = {"preemption": True} if cfg.preemption else {}
     for name, wl, seed in items:  # the references, once per workload
-        env = make_env(cfg.train, wl, **options)
+        env = make_env(cfg.train, wl, preemption=cfg.preemption)
         if not ((table.model == "plan") & (table.workload == name)).any():
             plan = play_plan(env, seed, OBJECTIVES[cfg.planner], cfg.levels[cfg.reference_level],
                              preempt=cfg.preemption)
@@ -80,7 +79,7 @@ def main() -> None:
         env_of = None  # todo lists a workload's draws together: one env per workload
         for (name, wl, seed), draw in todo:
             if env_of != name:
-                env, env_of = make_env(cfg.train, wl, **options), name
+                env, env_of = make_env(cfg.train, wl, preemption=cfg.preemption), name
             pol = load_knob_policy(env, path, seed=draw, sample=not args.greedy)
             add(label, decisions, name, draw, run_episode(env, pol, seed=seed).metrics["avg_jct_h"])
         _report(table, label)
