@@ -69,7 +69,12 @@ class KnobConfig:
     cluster's types only); ``preemption``: the env offers preempt actions (``FrenzyEnv(preemption=True)``) and
     the planner may preempt a running job (:class:`~baselines.sia.SiaPolicy`'s ``preempt``);
     ``reference_level``: the level whose plan is the reward's reference and which the fresh policy picks with
-    probability ``start_plan_prob`` (0: the plan with margin 0); the rest are stable-baselines3 PPO's."""
+    probability ``start_plan_prob`` (0: the plan with margin 0); ``hold``: the instants a chosen level is kept
+    (one policy decision per ``hold`` instants; 1: every instant); ``rollouts``: plays of the same workload per
+    update (1: stable-baselines3's PPO with its critic, :func:`train_knob`; K > 1: PPO with Mao et al.'s
+    leave-one-out baseline over the K plays and no critic, :func:`agents.knob_rollouts.train_knob_rollouts`,
+    each update on ``workloads_per_update`` workloads, ``n_envs`` worker processes); the rest are
+    stable-baselines3 PPO's."""
 
     train: TrainConfig = field(default_factory=TrainConfig)
     levels: tuple[float, ...] = (0.0, 0.1, 0.2, 0.4)
@@ -93,6 +98,9 @@ class KnobConfig:
     gpu_features: str = "summary"
     preemption: bool = False
     reference_level: int = 0
+    hold: int = 1
+    rollouts: int = 1
+    workloads_per_update: int = 1
 
     def __post_init__(self) -> None:
         lv = self.levels
@@ -104,7 +112,8 @@ class KnobConfig:
             raise ConfigError(f"planner must be one of {sorted(OBJECTIVES)}, got {self.planner!r}")
         if self.gpu_features not in GPU_FEATURES:
             raise ConfigError(f"gpu_features must be one of {list(GPU_FEATURES)}, got {self.gpu_features!r}")
-        for name in ("timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "pool", "checkpoint_every"):
+        for name in ("timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "pool", "checkpoint_every", "hold",
+                     "rollouts", "workloads_per_update"):
             v = getattr(self, name)
             if not (isinstance(v, int) and v >= 1):
                 raise ConfigError(f"{name} must be an integer >= 1, got {v!r}")
@@ -118,6 +127,9 @@ class KnobConfig:
             )
         if not isinstance(self.preemption, bool):
             raise ConfigError(f"preemption must be true or false, got {self.preemption!r}")
+        if self.rollouts == 1 and self.workloads_per_update != 1:
+            raise ConfigError(f"workloads_per_update is for rollouts > 1, got {self.workloads_per_update!r} with"
+                              " rollouts=1")
         if not (isinstance(self.reference_level, int) and 0 <= self.reference_level < len(lv)):
             raise ConfigError(f"reference_level must index levels (0 to {len(lv) - 1}), got {self.reference_level!r}")
         if not 0 < self.start_plan_prob < 1:
@@ -182,12 +194,17 @@ def play_plan(env: Any, seed: int, objective: str, margin: float = 0.0, **sia_kw
 
 class KnobEnv(gym.Env):
     """The knob MDP (see the module docstring) over training workloads of ``cfg.train``: each episode's
-    workload seed is drawn (a generator seeded by ``seed``) from ``seeds``, default ``range(cfg.pool)``;
-    :func:`train_knob` gives each env its own share of the pool, so each seed's reference is played once."""
+    workload seed is drawn (a generator seeded by ``seed``) from ``seeds``, default ``range(cfg.pool)``, unless
+    ``reset(options={"workload": w})`` names it; :func:`train_knob` gives each env its own share of the pool,
+    so each seed's reference is played once. A step carries out ``cfg.hold`` decision instants at the chosen
+    level. ``reference=False``: the reward is the env's own (``-(jobs in system) x hours``), scaled by
+    ``gain`` / the episode's job count, with no reference plan played (:mod:`agents.knob_rollouts`' plays,
+    whose baseline is the other plays of the same workload). :attr:`cost_times` and :attr:`cost` record the
+    episode's cumulative cost (minus the summed rewards) after each env step."""
 
     metadata: dict[str, Any] = {"render_modes": []}
 
-    def __init__(self, cfg: KnobConfig, seed: int = 0, seeds: Any = None) -> None:
+    def __init__(self, cfg: KnobConfig, seed: int = 0, seeds: Any = None, reference: bool = True) -> None:
         from agents.ppo.workloads import make_env, training_generator
 
         self.cfg = cfg
@@ -200,7 +217,7 @@ class KnobEnv(gym.Env):
         plan = functools.partial(play_plan, objective=self.objective, margin=self.levels[self.ref],
                                  preempt=cfg.preemption)
         ref_env = functools.partial(make_env, cfg.train, gen, preemption=cfg.preemption)
-        self.shaper = RewardShaper(ReferenceCache(ref_env, plan), cfg.gain, 1)
+        self.shaper = RewardShaper(ReferenceCache(ref_env, plan) if reference else None, cfg.gain, 1)
         self.teacher = SiaTeacher(self.env, objective=self.objective, preempt=cfg.preemption)
         self._rng = np.random.default_rng(seed)
         self.seeds = np.arange(cfg.pool) if seeds is None else np.asarray(seeds, dtype=np.int64)
@@ -210,15 +227,23 @@ class KnobEnv(gym.Env):
         self.observation_space = gym.spaces.Box(0.0, 2.0, (dim,), np.float32)
         self.action_space = gym.spaces.Discrete(len(self.levels))
         self.prev = self.ref
+        self.cost_times: list[float] = []
+        self.cost: list[float] = []
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
         if seed is not None:
             self._rng = np.random.default_rng(seed)
-        workload = int(self.seeds[self._rng.integers(self.seeds.size)])
-        obs, info = self.env.reset(seed=workload)
+        workload = (options or {}).get("workload")
+        if workload is None:
+            workload = int(self.seeds[self._rng.integers(self.seeds.size)])
+        elif not (isinstance(workload, (int, np.integer)) and workload >= 0):
+            raise ConfigError(f"KnobEnv.reset: options['workload'] must be a seed >= 0, got {workload!r}")
+        obs, info = self.env.reset(seed=int(workload))
+        self.workload = int(workload)
         self.teacher.reset()
-        self.shaper.start(0, workload, info["time"], self.env.sim.num_jobs)
+        self.shaper.start(0, int(workload), info["time"], self.env.sim.num_jobs)
         self.prev = self.ref
+        self.cost_times, self.cost = [float(info["time"])], [0.0]
         return self._features(obs, self.ref), info
 
     def _features(self, obs: dict[str, np.ndarray], prev: int) -> np.ndarray:
@@ -233,12 +258,20 @@ class KnobEnv(gym.Env):
         if invalid:  # a no-op with a penalty: the previous level is kept
             a = self.prev
         self.teacher.sia.move_margin = self.levels[a]
-        env, t0, total = self.env, self.env.view.now, 0.0
-        while True:  # the instant's steps, up to the first that moves simulated time on
+        env, total, instants = self.env, 0.0, 0
+        t0 = env.view.now
+        while True:  # the instants' steps, up to the hold-th that moves simulated time on
             obs, r, term, trunc, info = env.step(self.teacher.act(env.action_masks()))
-            total += self.shaper.reward(0, r, info["time"], term)
-            if term or trunc or env.view.now != t0:
+            shaped = self.shaper.reward(0, r, info["time"], term)
+            total += shaped
+            self.cost_times.append(float(info["time"]))
+            self.cost.append(self.cost[-1] - shaped)
+            if term or trunc:
                 break
+            if env.view.now != t0:
+                instants, t0 = instants + 1, env.view.now
+                if instants >= self.cfg.hold:
+                    break
         self.prev = a
         info["invalid_action"] = invalid
         if invalid:
@@ -252,14 +285,14 @@ class KnobPolicy(ScriptedPolicy):
     carries the planner's steps out. ``levels`` and ``planner`` are the model's (:func:`load_knob_policy`);
     ``sample``: draw the level (generator re-seeded at every :meth:`reset` from ``seed`` and the episode's
     seed) or take the most likely one; ``gpu_features``, ``preemption`` and ``reference_level``: the model's
-    (:class:`KnobConfig`; a model trained with preemption plays only in an env that offers it).
-    ``levels_used`` counts each level's choices this episode."""
+    (:class:`KnobConfig`; a model trained with preemption plays only in an env that offers it); ``hold``: the
+    instants a choice is kept (the model's). ``levels_used`` counts each level's choices this episode."""
 
     name = "knob"
 
     def __init__(self, env: Any, model: Any, levels: tuple[float, ...], planner: str = "sia_srpt",
                  sample: bool = True, seed: int = 0, gpu_features: str = "summary", preemption: bool = False,
-                 reference_level: int = 0) -> None:
+                 reference_level: int = 0, hold: int = 1) -> None:
         super().__init__(env)
         if planner not in OBJECTIVES:
             raise ConfigError(f"planner must be one of {sorted(OBJECTIVES)}, got {planner!r}")
@@ -272,7 +305,10 @@ class KnobPolicy(ScriptedPolicy):
                 "this knob model was trained with preemption (preemption=True): play it in an env that offers"
                 " preempt actions (FrenzyEnv(preemption=True), frenzy evaluate --preemption)"
             )
+        if not (isinstance(hold, (int, np.integer)) and hold >= 1):
+            raise ConfigError(f"hold must be an integer >= 1, got {hold!r}")
         self.gpu_features, self.preemption, self.reference_level = gpu_features, bool(preemption), int(reference_level)
+        self.hold = int(hold)
         self.model, self.levels, self.sample, self.seed = model, tuple(levels), bool(sample), int(seed)
         self.teacher = SiaTeacher(self.env, objective=OBJECTIVES[planner], preempt=self.preemption)
         self._obs: dict[str, np.ndarray] | None = None
@@ -282,6 +318,7 @@ class KnobPolicy(ScriptedPolicy):
         super().reset()
         self.teacher.reset()
         self._instant: float | None = None
+        self._held = self.hold  # instants since the last choice: the first instant chooses
         self.prev = self.reference_level
         self.levels_used = np.zeros(len(self.levels), dtype=np.int64)
         self._rng = np.random.default_rng([self.seed, int(getattr(self.env, "episode_seed", 0) or 0)])
@@ -306,6 +343,9 @@ class KnobPolicy(ScriptedPolicy):
     def act(self, mask: np.ndarray) -> int:
         view = self.view
         if view.now != self._instant:
+            self._instant = view.now
+            self._held += 1
+        if self._held > self.hold:
             if self._obs is None:
                 raise ConfigError("KnobPolicy acts on the observation predict() is given: call predict(obs, ...)")
             p = self.level_probabilities(self._obs)
@@ -313,7 +353,7 @@ class KnobPolicy(ScriptedPolicy):
             self.teacher.sia.move_margin = self.levels[a]
             self.levels_used[a] += 1
             self.prev = a
-            self._instant = view.now
+            self._held = 1
         return self.teacher.act(mask)
 
 
@@ -328,7 +368,8 @@ def save_knob_model(model: Any, cfg: KnobConfig, path: Path) -> None:
 def _model_meta(cfg: KnobConfig) -> dict:
     """What a model of ``cfg`` needs to play: its layout version, levels, planner and options."""
     return {"knob_version": KNOB_VERSION, "levels": list(cfg.levels), "planner": cfg.planner,
-            "gpu_features": cfg.gpu_features, "preemption": cfg.preemption, "reference_level": cfg.reference_level}
+            "gpu_features": cfg.gpu_features, "preemption": cfg.preemption, "reference_level": cfg.reference_level,
+            "hold": cfg.hold}
 
 
 def _knob_meta(path: Path) -> dict | None:
@@ -380,7 +421,7 @@ def load_knob_policy(env: Any, path: str | Path, sample: bool = True, seed: int 
         )
     return KnobPolicy(env, model, tuple(meta["levels"]), meta["planner"], sample=sample, seed=seed,
                       gpu_features=gpu_features, preemption=bool(meta.get("preemption", False)),
-                      reference_level=int(meta.get("reference_level", 0)))
+                      reference_level=int(meta.get("reference_level", 0)), hold=int(meta.get("hold", 1)))
 
 
 def train_knob(
@@ -396,6 +437,9 @@ def train_knob(
     from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
     from stable_baselines3.common.vec_env import SubprocVecEnv, VecMonitor
 
+    if cfg.rollouts > 1:
+        raise ConfigError(f"rollouts={cfg.rollouts}: train it with agents.knob_rollouts.train_knob_rollouts"
+                          " (scripts/train_knob.py picks it)")
     out = Path(out)
     ckpt_dir = out / "checkpoints"
     if resume:  # the run's own config, with the budget (timesteps, max_minutes) of the one passed

@@ -62,7 +62,7 @@ import numpy as np
 
 from baselines.base import ScriptedPolicy
 from frenzy_env.errors import ConfigError
-from frenzy_env.policy import QUEUED
+from frenzy_env.policy import FUTURE, QUEUED
 
 ZERO_ALLOC_GOODPUT = 1e-4  # Sia's ZERO_ALLOC_GAIN: the goodput a job with no allocation counts as
 REMAINING_FLOOR = 0.1  # objective="completion": a job's estimated remaining work is at least this share of its estimate
@@ -175,6 +175,11 @@ class SiaPolicy(ScriptedPolicy):
         made with ``preemption=True``; False, the default, is the published behaviour). preempt_margin:
         with ``preempt``, a running job's configurations count ``1 + preempt_margin`` times their value, so
         it is stopped only when what its GPUs give others beats that (0: no hysteresis). Attributes.
+    lookahead_s: an **oracle** for measuring what anticipating arrivals is worth (``objective="completion"``
+        only; not a realisable scheduler, and not in the paper): the jobs that will arrive within
+        ``lookahead_s`` seconds join the program as if queued, each candidate's value weighted by ``1 -
+        (arrival - now) / lookahead_s``; what the program gives them is reserved (left to no other job) but
+        nothing starts before they arrive. It reads the future arrivals from the view. 0, the default: none.
     """
 
     name = "sia"
@@ -194,6 +199,7 @@ class SiaPolicy(ScriptedPolicy):
         move_cooldown: float = 0.0,
         preempt: bool = False,
         preempt_margin: float = 0.0,
+        lookahead_s: float = 0.0,
     ) -> None:
         super().__init__(env)
         if not isinstance(preempt, (bool, np.bool_)):
@@ -230,6 +236,11 @@ class SiaPolicy(ScriptedPolicy):
                 f"rate_power and efficiency_power apply to objective='completion' only, got objective={objective!r} "
                 f"with rate_power={rate_power!r}, efficiency_power={efficiency_power!r}"
             )
+        if not (isinstance(lookahead_s, (int, float)) and math.isfinite(lookahead_s) and lookahead_s >= 0):
+            raise ConfigError(f"lookahead_s must be a finite number of seconds >= 0, got {lookahead_s!r}")
+        if lookahead_s > 0 and objective != "completion":
+            raise ConfigError(f"lookahead_s applies to objective='completion' only, got objective={objective!r}")
+        self.lookahead_s = float(lookahead_s)
         self.move_cooldown = float(move_cooldown)
         self.rate_power = float(rate_power)
         self.efficiency_power = float(efficiency_power)
@@ -394,13 +405,22 @@ class SiaPolicy(ScriptedPolicy):
         jobs = np.concatenate([running, queued])
         if jobs.size == 0:
             return []
-        cand = self.candidates(jobs)
-        nr = running.size
+        nr, n_real = running.size, jobs.size
         running_jobs, now = view.running, view.now
+        weight = None
+        if self.lookahead_s > 0:  # the oracle: arrivals within the horizon join as queued jobs, weighted
+            status, submit = np.asarray(view.status), np.asarray(view.submit, dtype=np.float64)
+            future = np.flatnonzero((status == FUTURE) & (submit <= now + self.lookahead_s))
+            jobs = np.concatenate([jobs, future])
+            weight = np.ones(jobs.size)
+            weight[n_real:] = np.clip(1.0 - (submit[future] - now) / self.lookahead_s, 0.0, 1.0)
+        cand = self.candidates(jobs)
         current = np.array([running_jobs[int(j)].plan for j in running], dtype=np.int64)
         cand[np.arange(nr), current] = True  # a running job can always keep what it has
         if self.objective == "completion":
             good, p = self.completion_rates(jobs, cand), self.rate_power
+            if weight is not None:
+                good = good * weight[:, None]
             if p != 1.0 or self.efficiency_power > 0:
                 if self.efficiency_power > 0:
                     good = good * self.plan_efficiency(jobs, cand) ** (self.efficiency_power / p)
@@ -435,7 +455,7 @@ class SiaPolicy(ScriptedPolicy):
             time_limit=self.time_limit,
         )
         resizes, starts, stops = [], [], []
-        for row, j in enumerate(jobs.tolist()):
+        for row, j in enumerate(jobs[:n_real].tolist()):  # the oracle's future jobs only hold their GPUs
             plan = int(choice[row])
             if plan < 0:
                 if row < nr:  # only with preempt (otherwise the program gives every running job one)

@@ -4,6 +4,9 @@
     python scripts/train_knob.py --out runs/knob1 --resume        # continue a killed run from its last checkpoint
     python scripts/train_knob.py --quick --out /tmp/knob_smoke     # seconds: tiny workloads, a few updates
 
+A config with ``"rollouts": K`` (K >= 2) trains with K plays of each workload per update and their
+leave-one-out baseline (``agents.knob_rollouts``); ``--resume`` picks the run's own trainer.
+
 Run from the repository root (the config's trace paths are relative to it).
 """
 
@@ -17,6 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agents.knob import KnobConfig, train_knob  # noqa: E402
+from agents.knob_rollouts import train_knob_rollouts  # noqa: E402
 from agents.ppo.config import TrainConfig  # noqa: E402
 
 
@@ -46,7 +50,10 @@ def main(argv: list[str] | None = None) -> int:
         cfg = KnobConfig()
     if args.max_minutes is not None:
         cfg = KnobConfig.from_dict({**cfg.to_dict(), "max_minutes": args.max_minutes})
-    train_knob(cfg, args.out, resume=args.resume, progress=not args.no_progress and sys.stderr.isatty())
+    if cfg.rollouts > 1:  # several plays of each workload per update, no critic (agents.knob_rollouts)
+        train_knob_rollouts(cfg, args.out, resume=args.resume)
+    else:
+        train_knob(cfg, args.out, resume=args.resume, progress=not args.no_progress and sys.stderr.isatty())
     return 0
 
 

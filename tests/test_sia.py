@@ -373,3 +373,50 @@ def test_move_cooldown_pins_a_job_that_moved_recently(make_job, make_env):
     for bad in (-1.0, float("inf"), "1"):
         with pytest.raises(ConfigError, match="move_cooldown"):
             SiaPolicy(env2, move_cooldown=bad)
+
+
+def test_lookahead_oracle_validates():
+    env = gym.make("frenzy/HeteroClusterSmall-v4")
+    for bad in (-1.0, float("inf"), "60"):
+        with pytest.raises(ConfigError, match="lookahead_s"):
+            make_policy("sia_srpt", env, lookahead_s=bad)
+    with pytest.raises(ConfigError, match="lookahead_s"):
+        make_policy("sia", env, lookahead_s=60.0)
+
+
+@pytest.mark.parametrize("horizon, weight", [(7200.0, 0.5), (1800.0, None)])
+def test_lookahead_oracle_reserves_gpus_for_an_arrival_within_its_horizon(make_job, make_env, monkeypatch, horizon,
+                                                                          weight):
+    """At t = 0 job 0 is queued and job 1 arrives at 3,600 s. With a 7,200 s horizon the program sees job 1 too,
+    its completion rates weighted by 1 - 3600 / 7200 = 0.5; it holds GPUs for job 1 (job 0 starts on fewer than
+    the 8 plain ``sia_srpt`` gives it) and no step touches job 1. With a 1,800 s horizon job 1 is not in the
+    program."""
+    import baselines.sia as sia_mod
+
+    env = make_env(A100_1x8, [make_job(0, 0.0, 1e5), make_job(1, 3600.0, 1e5)], queue_slots="all",
+                   running_slots="all")
+    env.reset(seed=0)
+    policy = make_policy("sia_srpt", env, lookahead_s=horizon)
+    seen = {}
+    solve = sia_mod.solve_sia_milp
+
+    def recording_solve(good, *args, **kwargs):
+        seen["good"] = good.copy()
+        seen["choice"] = solve(good, *args, **kwargs)
+        return seen["choice"]
+
+    monkeypatch.setattr(sia_mod, "solve_sia_milp", recording_solve)
+    steps = policy.plan_round()
+    if weight is None:
+        assert seen["good"].shape[0] == 1
+        return
+    jobs = np.array([0, 1])
+    expect = policy.completion_rates(jobs, policy.candidates(jobs))
+    expect[1] *= weight
+    np.testing.assert_allclose(seen["good"], expect, rtol=1e-12)
+    c0, c1 = seen["choice"]
+    counts = env.view.plan_count
+    assert steps == [("start", 0, int(c0))] and c1 >= 0 and counts[c0] + counts[c1] <= 8  # 4 GPUs held for job 1
+    monkeypatch.undo()
+    (kind, job, plan), = make_policy("sia_srpt", env).plan_round()  # without the oracle: all 8 GPUs to job 0
+    assert (kind, job, int(counts[plan])) == ("start", 0, 8) and counts[c0] < 8
