@@ -193,7 +193,6 @@ def train_knob_rollouts(cfg: KnobConfig, out: str | Path, resume: bool = False, 
     th.set_num_threads(1)
     deadline = None if cfg.max_minutes is None else time.monotonic() + 60 * cfg.max_minutes
 
-    spaces_env = KnobEnv(cfg, reference=False)  # for the spaces only: it plays nothing
     last = _last_checkpoint(ckpt_dir) if resume else None
     if last is not None:
         model = PPO.load(last, device="cpu")
@@ -201,6 +200,7 @@ def train_knob_rollouts(cfg: KnobConfig, out: str | Path, resume: bool = False, 
         update, rng_state = int(state["update"]), state["rng"]
         log(f"resume: {last.name} ({model.num_timesteps:,} decisions, update {update})")
     else:
+        spaces_env = KnobEnv(cfg, reference=False)  # for the spaces only: it plays nothing
         model = PPO("MlpPolicy", spaces_env, learning_rate=cfg.learning_rate, ent_coef=cfg.ent_coef,
                     clip_range=cfg.clip_range, policy_kwargs={"net_arch": list(cfg.net_arch)}, seed=cfg.seed,
                     device="cpu", verbose=0)
@@ -229,11 +229,10 @@ def train_knob_rollouts(cfg: KnobConfig, out: str | Path, resume: bool = False, 
             futures = [[pool.submit(_play, int(w), state, int(seeds[i, k])) for k in range(cfg.rollouts)]
                        for i, w in enumerate(workloads)]
             groups = [[f.result() for f in fs] for fs in futures]
-            adv = [a for plays in groups for a in leave_one_out_advantages(plays, cfg.gain)]
+            adv = np.concatenate([a for plays in groups for a in leave_one_out_advantages(plays, cfg.gain)])
             plays = [p for g in groups for p in g]
-            obs = np.concatenate([p.obs for p in plays])
-            stats = ppo_update(model, obs, np.concatenate([p.actions for p in plays]),
-                               np.concatenate([p.logp for p in plays]), np.concatenate(adv), cfg, rng)
+            obs, actions = np.concatenate([p.obs for p in plays]), np.concatenate([p.actions for p in plays])
+            stats = ppo_update(model, obs, actions, np.concatenate([p.logp for p in plays]), adv, cfg, rng)
             decisions = len(obs)
             model.num_timesteps += decisions
             update += 1
@@ -248,8 +247,8 @@ def train_knob_rollouts(cfg: KnobConfig, out: str | Path, resume: bool = False, 
             with updates_csv.open("a", newline="") as f:
                 csv.writer(f).writerow([update, model.num_timesteps, f"{seconds:.1f}"]
                                        + [f"{stats[k]:.5f}" for k in ("loss", "entropy", "kl", "clipped")]
-                                       + [f"{np.mean(np.abs(np.concatenate(adv))):.5f}"])
-            share = np.bincount(np.concatenate([p.actions for p in plays]), minlength=len(cfg.levels)) / decisions
+                                       + [f"{np.mean(np.abs(adv)):.5f}"])
+            share = np.bincount(actions, minlength=len(cfg.levels)) / decisions
             log(f"update {update}: {model.num_timesteps:,} decisions, workloads {list(map(int, workloads))}, "
                 f"{seconds:.0f} s, entropy {stats['entropy']:.3f}, kl {stats['kl']:.4f}, levels "
                 + " ".join(f"{s:.2f}" for s in share))
