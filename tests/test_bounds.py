@@ -13,6 +13,7 @@ import frenzy_env  # noqa: F401  (registers the ids)
 from baselines import make_policy
 from frenzy_env.bounds import (
     BoundInputs,
+    _upper_envelope,
     bound_inputs,
     fluid_bound,
     isolated_bound,
@@ -130,3 +131,38 @@ def test_evaluate_cli_reports_the_bound(tmp_path, capsys):
     assert (episodes.jct_bound_h == bounds.jct_bound_h.iloc[0]).all()
     assert (episodes.avg_jct_h >= episodes.jct_bound_h).all()  # no policy beats the bound
     assert "jct_over_bound_ratio" in pd.read_csv(out / "summary.csv")
+
+
+def test_plan_envelope_keeps_only_undominated_plans():
+    # speeds 1/100, 1/60, 1/40, 1/35 on 1, 2, 4, 8 GPUs: concave, every plan is a vertex
+    env = _upper_envelope(np.array([1.0, 2, 4, 8]), np.array([100.0, 60, 40, 35]))
+    assert env == [(1.0, 100.0), (2.0, 60.0), (4.0, 40.0), (8.0, 35.0)]
+    # linear speed-up: idling half the time on 8 GPUs matches 4 GPUs, so only the fastest plan is kept
+    assert _upper_envelope(np.array([1.0, 2, 4, 8]), np.array([100.0, 50, 25, 12.5])) == [(8.0, 12.5)]
+    # a slower plan on more GPUs (8: 1/40 < 1/30 on 4) is dominated, and so is one below the chord of its
+    # neighbours (2 GPUs at 1/80 = 0.0125 < 0.0189, the chord's speed from 1 GPU at 1/100 to 4 at 1/30)
+    assert _upper_envelope(np.array([1.0, 2, 4, 8]), np.array([100.0, 80, 30, 40])) == [(1.0, 100.0), (4.0, 30.0)]
+
+
+def test_plan_lp_is_tighter_and_still_a_bound():
+    # one type of 2 GPUs, two jobs at t = 0. A: 100 s on 1 GPU, 60 s on 2 (120 GPU-s); B ten times longer.
+    # The type-level LP lets A run at 1/60 while paying 100 GPU-s (1.7 GPUs), leaving B a third of a GPU; the
+    # plan-level one makes A pay 120 GPU-s for that speed, all of the cluster. A on both GPUs (0-60 s), then B
+    # (60-660 s) is a real schedule with mean JCT 360, so both bounds are at most 360
+    inp = _inputs([0.0, 0.0], [0.0, 0.0], [[100.0, 60.0], [1000.0, 600.0]], [1, 2], [0, 0], [2])
+    loose, tight = lp_bound(inp, step_s=1.0), lp_bound(inp, step_s=1.0, plans=True)
+    assert loose < tight - 1.0
+    assert tight <= 360.0 + 1e-6
+    # with one plan per type the two programs are the same
+    one = _inputs([0.0, 0.0], [0.0, 0.0], [[100.0], [100.0]], [1], [0], [1])
+    assert lp_bound(one, step_s=1.0, plans=True) == pytest.approx(lp_bound(one, step_s=1.0), rel=1e-6)
+
+
+def test_plan_lp_holds_against_a_real_episode():
+    env = gym.make("frenzy/HeteroClusterSmall-v4")
+    metrics = run_episode(env, make_policy("sia_srpt", env), seed=3).metrics
+    env.reset(seed=3)
+    inp = bound_inputs(env.unwrapped.sim)
+    tight = lp_bound(inp, step_s=600.0, plans=True)
+    assert lp_bound(inp, step_s=600.0) <= tight + 1e-6
+    assert tight / 3600.0 <= metrics["avg_jct_h"] + 1e-9
