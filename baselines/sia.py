@@ -168,6 +168,11 @@ class SiaPolicy(ScriptedPolicy):
         favours jobs close to done more strongly (below 1, spreading the GPUs); an efficiency power above 0
         trades a job's speed for GPUs left to others. Attributes, so a controller may change them between
         solves.
+    type_power: ``objective="completion"`` only (not in the paper; 0, the default, is ``sia_srpt``): each
+        job's candidates count ``k ** -type_power`` of their value, ``k`` the number of GPU types it has a
+        plan the predictor admits on, so jobs that can run on fewer types go first and the flexible ones take
+        what is left. A static, non-clairvoyant weight, suggested by the relaxed world's schedules
+        (``scripts/relaxed_gap.py``; ``docs/ppo/v17/``). An attribute.
     move_cooldown: a running job keeps its configuration until it has held it ``move_cooldown`` times its
         restart seconds (``view.restart_seconds``): a hysteresis in time on moves (0, the default: none; not
         in the paper). An attribute.
@@ -196,6 +201,7 @@ class SiaPolicy(ScriptedPolicy):
         move_margin: float = 0.0,
         rate_power: float = 1.0,
         efficiency_power: float = 0.0,
+        type_power: float = 0.0,
         move_cooldown: float = 0.0,
         preempt: bool = False,
         preempt_margin: float = 0.0,
@@ -231,10 +237,13 @@ class SiaPolicy(ScriptedPolicy):
             raise ConfigError(f"efficiency_power must be a finite number >= 0, got {efficiency_power!r}")
         if not (isinstance(move_cooldown, (int, float)) and math.isfinite(move_cooldown) and move_cooldown >= 0):
             raise ConfigError(f"move_cooldown must be a finite number >= 0, got {move_cooldown!r}")
-        if objective != "completion" and (rate_power != 1 or efficiency_power != 0):
+        if not (isinstance(type_power, (int, float)) and math.isfinite(type_power) and type_power >= 0):
+            raise ConfigError(f"type_power must be a finite number >= 0, got {type_power!r}")
+        if objective != "completion" and (rate_power != 1 or efficiency_power != 0 or type_power != 0):
             raise ConfigError(
-                f"rate_power and efficiency_power apply to objective='completion' only, got objective={objective!r} "
-                f"with rate_power={rate_power!r}, efficiency_power={efficiency_power!r}"
+                f"rate_power, efficiency_power and type_power apply to objective='completion' only, got "
+                f"objective={objective!r} with rate_power={rate_power!r}, efficiency_power={efficiency_power!r}, "
+                f"type_power={type_power!r}"
             )
         if not (isinstance(lookahead_s, (int, float)) and math.isfinite(lookahead_s) and lookahead_s >= 0):
             raise ConfigError(f"lookahead_s must be a finite number of seconds >= 0, got {lookahead_s!r}")
@@ -244,6 +253,7 @@ class SiaPolicy(ScriptedPolicy):
         self.move_cooldown = float(move_cooldown)
         self.rate_power = float(rate_power)
         self.efficiency_power = float(efficiency_power)
+        self.type_power = float(type_power)
         self.restart_penalty = restart_penalty
         self.time_limit = float(time_limit)
         self.objective = objective
@@ -387,6 +397,14 @@ class SiaPolicy(ScriptedPolicy):
             rate = 1.0 / secs
         return np.where(np.isfinite(rate) & (secs > 0), rate, 0.0)
 
+    def type_counts(self, jobs: np.ndarray) -> np.ndarray:
+        """(len(jobs),) the number of GPU types on which each job has a plan the predictor admits (at least 1)."""
+        view = self.view
+        on_type = np.zeros((jobs.size, view.num_types), dtype=bool)
+        rows, plans = np.nonzero(np.asarray(view.pred_ok)[jobs])
+        on_type[rows, np.asarray(view.plan_type)[plans]] = True
+        return np.maximum(on_type.sum(axis=1), 1).astype(np.float64)
+
     def plan_efficiency(self, jobs: np.ndarray, cand: np.ndarray) -> np.ndarray:
         """(len(jobs), P): each candidate's GPU-seconds per iteration relative to the job's fewest over its
         candidates (1 for its most efficient, smaller for the others); 0 where not a candidate."""
@@ -421,6 +439,8 @@ class SiaPolicy(ScriptedPolicy):
             good, p = self.completion_rates(jobs, cand), self.rate_power
             if weight is not None:
                 good = good * weight[:, None]
+            if self.type_power > 0:
+                good = good * self.type_counts(jobs)[:, None] ** -self.type_power
             if p != 1.0 or self.efficiency_power > 0:
                 if self.efficiency_power > 0:
                     good = good * self.plan_efficiency(jobs, cand) ** (self.efficiency_power / p)

@@ -33,6 +33,11 @@ All three ignore placement on nodes, power-of-two counts, fragmentation, start-u
 decision windows, so they are loose where those bind. The LP is usually the tightest, but its intervals
 cost it some accuracy; :attr:`JctBound.best_h` keeps the largest. Jobs with no plan that both the predictor
 admits and truly fits are left out (the simulator rejects them or they never finish).
+
+How loose, seen from above: :func:`relaxed_schedule` plays an allocation rule (:func:`list_allocation`, or
+any callable) in the world the LP relaxes (GPU pools, one plan at a time, free re-planning at every arrival
+and completion). Its mean JCT is at least that world's optimum, which is at least the LP bound, so the ratio
+of the two caps the LP's slack as a bound on that world (``scripts/relaxed_gap.py``).
 """
 
 from __future__ import annotations
@@ -229,7 +234,17 @@ def fluid_bound(inp: BoundInputs) -> float:
 
 def lp_bound(inp: BoundInputs, step_s: float | None = None, window: float = 4.0, max_intervals: int = 4000,
              time_limit: float = 300.0, widen: int = 3, plans: bool = False) -> float:
-    """Mean JCT lower bound, seconds, of the time-indexed linear program (module docstring).
+    """Mean JCT lower bound, seconds, of the time-indexed linear program (module docstring); the first value
+    of :func:`lp_solution`, which takes the same arguments."""
+    return lp_solution(inp, step_s, window, max_intervals, time_limit, widen, plans)[0]
+
+
+def lp_solution(inp: BoundInputs, step_s: float | None = None, window: float = 4.0, max_intervals: int = 4000,
+                time_limit: float = 300.0, widen: int = 3, plans: bool = False) -> tuple[float, np.ndarray]:
+    """The time-indexed linear program of :func:`lp_bound` (module docstring): ``(bound, completions)``, the
+    mean JCT lower bound in seconds and the (J,) completion times ``C_j`` of the program that gave it
+    (seconds; a job's fractional completion, an ordering hint for :func:`relaxed_schedule`, not a bound on
+    that job alone).
 
     The grid is uniform, intervals of ``step_s`` seconds (default: half the median isolated JCT, widened so
     that the grid has at most ``max_intervals``). Job ``j`` has variables in the intervals of its window,
@@ -259,26 +274,27 @@ def lp_bound(inp: BoundInputs, step_s: float | None = None, window: float = 4.0,
         raise ConfigError(f"widen must be an integer >= 0, got {widen!r}")
     n = inp.num_jobs
     if n == 0:
-        return math.nan
+        return math.nan, np.zeros(0)
     early = inp.release + inp.startup  # earliest progress
     e = inp.exec_s
     flow = srpt_flow_times(early, np.min(inp.gpu_s, axis=1) / inp.capacity.sum())
     width = np.maximum(window * (flow + e), 2.0 * e)
-    best = -math.inf
+    best, completions = -math.inf, np.zeros(n)
     for _ in range(widen + 1):
-        value, late = _solve_lp(inp, early + width, step_s, max_intervals, time_limit, plans)
-        best = max(best, value)  # every program's optimum is a bound
+        value, late, comp = _solve_lp(inp, early + width, step_s, max_intervals, time_limit, plans)
+        if value > best:  # every program's optimum is a bound
+            best, completions = value, comp
         spill = late > 1e-6
         if not spill.any():
             break
         width = np.where(spill, 2.0 * width, width)
-    return best
+    return best, completions
 
 
 def _solve_lp(inp: BoundInputs, end: np.ndarray, step_s: float | None, max_intervals: int,
-              time_limit: float, plans: bool) -> tuple[float, np.ndarray]:
+              time_limit: float, plans: bool) -> tuple[float, np.ndarray, np.ndarray]:
     """:func:`lp_bound`'s program with job windows ending at ``end``: (mean JCT bound in seconds, each job's
-    share done after its window)."""
+    share done after its window, each job's completion time ``C_j``)."""
     from scipy.optimize import linprog
     from scipy.sparse import coo_matrix
 
@@ -334,7 +350,88 @@ def _solve_lp(inp: BoundInputs, end: np.ndarray, step_s: float | None, max_inter
                   method="highs-ds" if plans else "highs-ipm", options={"time_limit": float(time_limit)})
     if res.status != 0:
         raise ConfigError(f"the JCT bound's linear program was not solved to optimality: {res.message}")
-    return float(res.fun) / n - float(inp.release.mean()), res.x[late]
+    return float(res.fun) / n - float(inp.release.mean()), res.x[late], res.x[cvar]
+
+
+def list_allocation(inp: BoundInputs, by: str = "time", order: np.ndarray | None = None):
+    """An allocation rule for :func:`relaxed_schedule`: list scheduling. The ready jobs in priority order each
+    take their fastest usable plan that still fits in its type's free GPUs (a job that finds none waits).
+    Priority ``by="time"``: least remaining seconds on the job's fastest plan first (SRPT); ``"work"``: least
+    remaining GPU-seconds on its most efficient plan first; or ``order``, a (J,) static priority (the smallest
+    first, such as the LP's completion times of :func:`lp_solution`)."""
+    if by not in ("time", "work"):
+        raise ConfigError(f"by must be 'time' or 'work', got {by!r}")
+    if order is not None and (np.shape(order) != (inp.num_jobs,) or not np.isfinite(order).all()):
+        raise ConfigError(f"order must be ({inp.num_jobs},) finite priorities, got shape {np.shape(order)}")
+    usable = np.isfinite(inp.plan_exec)
+    size = inp.exec_s if by == "time" else inp.gpu_s.min(axis=1)
+    prefs = [np.argsort(inp.plan_exec[j], kind="stable")[: int(usable[j].sum())] for j in range(inp.num_jobs)]
+
+    def allocate(t: float, ready: np.ndarray, rem: np.ndarray) -> np.ndarray:
+        prio = rem[ready] * size[ready] if order is None else np.asarray(order, dtype=np.float64)[ready]
+        free = inp.capacity.astype(np.float64).copy()
+        plan = np.full(ready.size, -1, dtype=np.int64)
+        for i in np.argsort(prio, kind="stable").tolist():
+            for q in prefs[int(ready[i])].tolist():
+                if inp.plan_count[q] <= free[inp.plan_type[q]]:
+                    free[inp.plan_type[q]] -= inp.plan_count[q]
+                    plan[i] = q
+                    break
+        return plan
+
+    return allocate
+
+
+def relaxed_schedule(inp: BoundInputs, allocate=None) -> np.ndarray:
+    """(J,) completion times, seconds, of a schedule in the bounds' relaxed world, made by ``allocate``.
+
+    That world is the one the LP of :func:`lp_bound` relaxes further: each GPU type a pool of ``C_t`` GPUs
+    with no nodes, a job progressing from ``r_j + s_j`` on one usable plan at a time, at that plan's speed,
+    and changing plans, pausing and resuming free. Its optimum lies between the LP bound and the mean JCT of
+    any schedule of it, so ``schedule / lp_bound`` caps how loose the LP is as a bound on that world; what
+    separates the schedule from the environment's policies is node placement, restart and start-up costs,
+    discrete decision instants, and the policies' own choices.
+
+    At every arrival (``r_j + s_j``) and completion, ``allocate(t, ready, rem)`` re-allocates the GPUs from
+    scratch: ``ready`` the (R,) available unfinished jobs, ``rem`` the (J,) share of each job's work left; it
+    returns (R,) plan indices, -1 for a job that waits. A plan a job cannot use, or GPUs over a type's
+    capacity, raise :class:`ConfigError`. Default: :func:`list_allocation` (SRPT).
+    """
+    allocate = list_allocation(inp) if allocate is None else allocate
+    n = inp.num_jobs
+    early = inp.release + inp.startup
+    rem = np.ones(n)  # the share of each job's work left
+    done = np.full(n, np.nan)
+    t = float(early.min()) if n else 0.0
+    while np.isnan(done).any():
+        open_ = np.isnan(done)
+        ready = np.flatnonzero(open_ & (early <= t + 1e-9))
+        waiting = early[open_ & (early > t + 1e-9)]
+        nxt = float(waiting.min()) if waiting.size else math.inf
+        if ready.size == 0:
+            t = nxt
+            continue
+        plan = np.asarray(allocate(t, ready, rem), dtype=np.int64)
+        if plan.shape != ready.shape:
+            raise ConfigError(f"allocate must return one plan per ready job, {ready.shape}, got {plan.shape}")
+        run, plan = ready[plan >= 0], plan[plan >= 0]
+        if plan.size and not np.isfinite(inp.plan_exec[run, plan]).all():
+            bad = int(np.flatnonzero(~np.isfinite(inp.plan_exec[run, plan]))[0])
+            raise ConfigError(f"allocate gave job {int(run[bad])} plan {int(plan[bad])}, which it cannot use")
+        used = np.bincount(inp.plan_type[plan], weights=inp.plan_count[plan], minlength=inp.capacity.size)
+        if (used > inp.capacity + 1e-9).any():
+            raise ConfigError(f"allocate used {used.tolist()} GPUs per type, over the capacity "
+                              f"{inp.capacity.tolist()}")
+        if run.size == 0 and nxt == math.inf:
+            raise ConfigError(f"relaxed_schedule: at t={t:.0f} s allocate ran no job and none is to come")
+        speed = 1.0 / inp.plan_exec[run, plan]  # share of the work per second
+        step = min(nxt, t + float((rem[run] / speed).min())) - t if run.size else nxt - t
+        rem[run] = np.maximum(rem[run] - speed * step, 0.0)
+        t += step
+        fin = run[rem[run] <= 1e-9]
+        done[fin] = t
+        rem[fin] = 0.0
+    return done
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ beside its ratio to ``--reference``. A policy that plays a workload several time
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -35,26 +34,13 @@ def main() -> None:
     args = ap.parse_args()
 
     import pandas as pd
-    from tqdm import tqdm
 
-    from agents.ppo import TrainConfig, test_workloads
-    from agents.ppo.workloads import make_env, validation_workloads
+    from agents.ppo.workloads import config_split, fill_table
     from frenzy_env.bounds import jct_lower_bound
 
-    data = json.loads(args.config.read_text())
-    cfg = TrainConfig.from_dict(data.get("train", data))  # a knob config nests its TrainConfig
-    items = (test_workloads if args.split == "test" else validation_workloads)(cfg)
-    args.out.mkdir(parents=True, exist_ok=True)
-    csv = args.out / "bounds.csv"
-    table = pd.read_csv(csv) if csv.is_file() else pd.DataFrame()
-    done = set(table.workload) if len(table) else set()
-    for name, wl, seed in tqdm([i for i in items if i[0] not in done], desc="bounds", unit="workload"):
-        env = make_env(cfg, wl)
-        env.reset(seed=seed)
-        bound = jct_lower_bound(env.sim, step_s=args.step_s, plans=args.plans)
-        row = {"workload": name, "seed": seed, **bound.as_row()}
-        table = pd.concat([table, pd.DataFrame([row])], ignore_index=True)
-        table.to_csv(csv, index=False)
+    cfg, items = config_split(args.config, args.split)
+    table = fill_table(args.out / "bounds.csv", cfg, items,
+                       lambda sim, _seed: jct_lower_bound(sim, step_s=args.step_s, plans=args.plans).as_row(), "bounds")
     if args.episodes:
         md = gap_table(table, pd.concat([pd.read_csv(p) for p in args.episodes]), args.reference)
         (args.out / "gaps.md").write_text(md)

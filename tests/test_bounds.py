@@ -18,7 +18,10 @@ from frenzy_env.bounds import (
     fluid_bound,
     isolated_bound,
     jct_lower_bound,
+    list_allocation,
     lp_bound,
+    lp_solution,
+    relaxed_schedule,
     srpt_flow_times,
 )
 from frenzy_env.errors import ConfigError
@@ -159,3 +162,47 @@ def test_plan_lp_is_tighter_and_still_a_bound():
     one = _inputs([0.0, 0.0], [0.0, 0.0], [[100.0], [100.0]], [1], [0], [1])
     assert lp_bound(one, step_s=1.0, plans=True) == pytest.approx(lp_bound(one, step_s=1.0), rel=1e-6)
 
+
+
+def test_relaxed_schedule_hand_worked():
+    # the two-job instance above: SRPT gives A both GPUs (0-60 s), then B both (60-660 s)
+    inp = _inputs([0.0, 0.0], [0.0, 0.0], [[100.0, 60.0], [1000.0, 600.0]], [1, 2], [0, 0], [2])
+    assert relaxed_schedule(inp).tolist() == [60.0, 660.0]
+    assert relaxed_schedule(inp, list_allocation(inp, by="work")).tolist() == [60.0, 660.0]  # A: 100 < 1000 GPU-s
+    # a static order that puts B first: B 0-600 s, then A 600-660 s
+    assert relaxed_schedule(inp, list_allocation(inp, order=np.array([2.0, 1.0]))).tolist() == [660.0, 600.0]
+    # preemption at an arrival, after the start-up: one GPU; A (0 s, 100 s of work), B (arrives at 10 s, 5 s of
+    # start-up, 20 s of work). A runs 0-15 s; at 15 s B's 20 s beat A's 85 s left: B 15-35 s, A 35-120 s
+    pre = _inputs([0.0, 10.0], [0.0, 5.0], [[100.0], [20.0]], [1], [0], [1])
+    assert relaxed_schedule(pre).tolist() == pytest.approx([120.0, 35.0])
+
+
+def test_relaxed_schedule_checks_its_allocation_rule():
+    inp = _inputs([0.0, 0.0], [0.0, 0.0], [[100.0, 60.0], [1000.0, np.inf]], [1, 2], [0, 0], [2])
+    with pytest.raises(ConfigError, match="over the capacity"):
+        relaxed_schedule(inp, lambda t, ready, rem: np.array([1, 0]))  # 2 + 1 GPUs of 2
+    with pytest.raises(ConfigError, match="job 1 plan 1, which it cannot use"):
+        relaxed_schedule(inp, lambda t, ready, rem: np.array([-1, 1]))
+    with pytest.raises(ConfigError, match="one plan per ready job"):
+        relaxed_schedule(inp, lambda t, ready, rem: np.array([0]))
+    with pytest.raises(ConfigError, match="ran no job"):
+        relaxed_schedule(inp, lambda t, ready, rem: np.full(ready.size, -1))
+    with pytest.raises(ConfigError, match="by must be"):
+        list_allocation(inp, by="speed")
+    with pytest.raises(ConfigError, match="order must be"):
+        list_allocation(inp, order=np.array([1.0]))
+
+
+def test_relaxed_schedules_sit_between_the_bounds_and_real_episodes():
+    """On a real workload: every relaxed schedule finishes each job no sooner than alone on the cluster, and its
+    mean JCT is at least the plan-level LP bound (its world is the one the LP relaxes)."""
+    env = gym.make("frenzy/HeteroClusterSmall-v4")
+    env.reset(seed=3)
+    inp = bound_inputs(env.unwrapped.sim)
+    value, completions = lp_solution(inp, step_s=600.0, plans=True)
+    assert value == pytest.approx(lp_bound(inp, step_s=600.0, plans=True), rel=1e-9)
+    assert (completions >= inp.release + isolated_bound(inp) - 1e-6).all()
+    for allocate in (list_allocation(inp), list_allocation(inp, by="work"), list_allocation(inp, order=completions)):
+        jct = relaxed_schedule(inp, allocate) - inp.release
+        assert (jct >= isolated_bound(inp) - 1e-6).all()
+        assert jct.mean() >= value - 1e-6

@@ -420,3 +420,41 @@ def test_lookahead_oracle_reserves_gpus_for_an_arrival_within_its_horizon(make_j
     monkeypatch.undo()
     (kind, job, plan), = make_policy("sia_srpt", env).plan_round()  # without the oracle: all 8 GPUs to job 0
     assert (kind, job, int(counts[plan])) == ("start", 0, 8) and counts[c0] < 8
+
+
+def test_type_power_validates_and_weights_jobs_by_their_gpu_types(monkeypatch):
+    """``type_power`` t: the program sees each job's completion rates times ``k ** -t``, ``k`` the number of GPU
+    types with a plan the predictor admits for it (counted here by hand from the view)."""
+    env = gym.make("frenzy/HeteroClusterSmall-v4")
+    for bad in (-1.0, float("nan"), "1"):
+        with pytest.raises(ConfigError, match="type_power"):
+            SiaPolicy(env, objective="completion", type_power=bad)
+    with pytest.raises(ConfigError, match="objective='completion' only, got objective='goodput'"):
+        SiaPolicy(env, type_power=1.0)
+    env.reset(seed=1)
+    raw = env.unwrapped
+    policy = make_policy("sia_srpt", env, type_power=2.0)
+    policy.reset()
+    view = raw.view
+    jobs = np.arange(view.num_jobs)
+    by_hand = np.array([max(len({int(view.plan_type[k]) for k in np.flatnonzero(view.pred_ok[j])}), 1)
+                        for j in jobs.tolist()], dtype=float)
+    assert (policy.type_counts(jobs) == by_hand).all()
+    assert by_hand.min() == 1 and by_hand.max() > 1  # the small preset has jobs bound to one type and others not
+    import baselines.sia as sia_mod
+
+    seen = {}
+    solve = sia_mod.solve_sia_milp
+
+    def recording_solve(good, *args, **kwargs):
+        seen.setdefault("good", good.copy())
+        return solve(good, *args, **kwargs)
+
+    monkeypatch.setattr(sia_mod, "solve_sia_milp", recording_solve)
+    while len(raw.visible_queue) == 0:  # nothing runs yet: the program sees the queued jobs only
+        raw.step(0)
+    queued = np.asarray(raw.visible_queue, dtype=np.int64)
+    assert by_hand[queued].max() > 1  # the weights differ from sia_srpt's here
+    policy.plan_round()
+    want = policy.completion_rates(queued, policy.candidates(queued)) * by_hand[queued][:, None] ** -2.0
+    np.testing.assert_allclose(seen["good"], want, rtol=1e-12)
