@@ -1,11 +1,11 @@
 """A planner with a learnt knob: PPO chooses, at every decision instant, the move margin of ``sia_srpt``'s plan.
 
 The guided agents of ``agents.ppo`` (``ppo.guide``, ``ppo.guide_gate``) choose among the env's 2,308 actions
-with a planner's next step as a hint; PPO hardly moved them (docs/ppo/training.md, sessions 11-12). Here the
+with a planner's next step as a hint; PPO hardly moved them (research/results/ppo/training.md). Here the
 learnt part is small and the planner does the rest: at each decision instant the policy picks one of a few
 *levels* of the planner's move margin (:class:`baselines.sia.SiaPolicy`'s ``move_margin``: a running job's
 other configurations count ``1 / (1 + margin)``, a hysteresis on moves), the planner
-(:class:`agents.ppo.warmstart.SiaTeacher` with ``sia_srpt``'s objective) solves its integer program with it,
+(:class:`baselines.sia.SiaTeacher` with ``sia_srpt``'s objective) solves its integer program with it,
 and the instant's steps are carried out. A scripted check found a fixed margin of 0.1-0.2 about 4% better
 than none on validation trace windows and level on synthetic ones; the policy learns when moving pays.
 
@@ -17,14 +17,14 @@ than none on validation trace windows and level on synthetic ones; the policy le
   input-dependent baseline of ``agents.ppo.reference``, cached per workload seed) and scaled by ``gain`` /
   that reference's cost, so an episode returns ``gain x (1 - cost / plan's cost)``: exactly the knob's
   worth, undiscounted.
-* **With preemption** (``KnobConfig(preemption=True)``, session 19): the env offers preempt actions, the
+* **With preemption** (``KnobConfig(preemption=True)``): the env offers preempt actions, the
   planner may return a running job to the queue (:class:`~baselines.sia.SiaPolicy`'s ``preempt``), and the
   reward is differenced against the plan at ``reference_level`` (for example margin 0.2 with preemption, the
   strongest scripted setting measured) instead of margin 0; such a model plays only where preemption is on.
 * **Training** (:func:`train_knob`): stable-baselines3's PPO, an MLP, envs in subprocesses, checkpoints
   every ``checkpoint_every`` decisions (``resume`` continues from the last one).
 * **Acting** (:class:`KnobPolicy`, :func:`load_knob_policy`): a policy like any other for
-  ``scripts/evaluate_ppo.py --labelled-model NAME=MODEL.zip``, ``scripts/validate_knob.py`` and
+  ``research/scripts/evaluate_ppo.py --labelled-model NAME=MODEL.zip``, ``research/scripts/validate_knob.py`` and
   ``run_episode``. It samples the level from the model's distribution with its own generator (re-seeded per
   episode), or takes the most likely one (``sample=False``).
 * **Cost**: the planner's integer program at every decision instant (5-20 ms, more on busy traces), so
@@ -47,8 +47,8 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from agents.ppo.config import TrainConfig
 from agents.ppo.reference import ReferenceCache, ReferenceCurve, RewardShaper, play_curve
-from agents.ppo.warmstart import SiaTeacher
 from baselines.base import ScriptedPolicy
+from baselines.sia import SiaTeacher
 from frenzy_env.errors import ConfigError
 
 KNOB_VERSION = 2  # the observation and action layout below; a model records it (1: per-type GPU features only)
@@ -138,12 +138,18 @@ class KnobConfig:
             raise ConfigError(f"max_minutes must be > 0 or None, got {self.max_minutes!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        """The configuration as JSON data, with ``"agent": "knob"`` (:mod:`agents.records`) first."""
+        d = {"agent": "knob", **asdict(self)}
         d["train"] = self.train.to_dict()
         return d
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> KnobConfig:
+        """The configuration of JSON data (``to_dict``'s; an ``"agent"`` record must say ``knob``)."""
+        data = dict(data)
+        agent = data.pop("agent", "knob")
+        if agent != "knob":
+            raise ConfigError(f"a knob config needs agent 'knob', this one records agent {agent!r}")
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
@@ -357,6 +363,14 @@ class KnobPolicy(ScriptedPolicy):
         return self.teacher.act(mask)
 
 
+def quick_config() -> KnobConfig:
+    """A seconds-long smoke run (``frenzy train --agent knob --quick``): 20-30-job synthetic workloads, two
+    envs, a few updates."""
+    train = TrainConfig(workload="mix", traces=(), jobs_range=(20, 30), load_range=(0.5, 0.8))
+    return KnobConfig(train=train, timesteps=256, n_envs=2, n_steps=64, batch_size=64, n_epochs=2, pool=3,
+                      checkpoint_every=128)
+
+
 def save_knob_model(model: Any, cfg: KnobConfig, path: Path) -> None:
     """``model`` to ``path`` (an SB3 zip) with ``path.with_suffix('.json')``: the config and layout version."""
     path = Path(path)
@@ -367,7 +381,7 @@ def save_knob_model(model: Any, cfg: KnobConfig, path: Path) -> None:
 
 def _model_meta(cfg: KnobConfig) -> dict:
     """What a model of ``cfg`` needs to play: its layout version, levels, planner and options."""
-    return {"knob_version": KNOB_VERSION, "levels": list(cfg.levels), "planner": cfg.planner,
+    return {"agent": "knob", "knob_version": KNOB_VERSION, "levels": list(cfg.levels), "planner": cfg.planner,
             "gpu_features": cfg.gpu_features, "preemption": cfg.preemption, "reference_level": cfg.reference_level,
             "hold": cfg.hold}
 
@@ -439,7 +453,7 @@ def train_knob(
 
     if cfg.rollouts > 1:
         raise ConfigError(f"rollouts={cfg.rollouts}: train it with agents.knob_rollouts.train_knob_rollouts"
-                          " (scripts/train_knob.py picks it)")
+                          " (frenzy train --agent knob picks it)")
     out = Path(out)
     ckpt_dir = out / "checkpoints"
     if resume:  # the run's own config, with the budget (timesteps, max_minutes) of the one passed
@@ -526,13 +540,27 @@ def _last_checkpoint(folder: Path) -> Path | None:
     return found[-1] if found else None
 
 
-#: the shipped knob model (session 14: the 57,344-decision checkpoint of ``docs/ppo/configs/knob2.json``, the best
-#: of seven on the validation split; ``gpu_features="summary"``, so it plays on any cluster)
+#: the shipped knob model, the ``knob`` agent (the checkpoint chosen on the validation split, with its training
+#: configuration in the ``.json`` beside it; ``gpu_features="summary"``, so it plays on any cluster)
 SHIPPED = Path(__file__).resolve().parent / "models" / "knob_frenzy_testbed.zip"
 
 
+def load_policy(env: Any, path: str | Path | None = None, sample: bool = True, seed: int = 0) -> KnobPolicy:
+    """The ``knob`` agent: the knob model at ``path`` (default: the shipped :data:`SHIPPED`) bound to ``env``
+    (:func:`load_knob_policy`). An action-level ``ppo`` model is refused with an error saying how to load it.
+    Loading runs pickle: load only files you trust."""
+    from agents.records import agent_of
+
+    path = SHIPPED if path is None else Path(path)
+    if path.is_file() and agent_of(path) != "knob":
+        raise ConfigError(
+            f"model {str(path)!r} is an action-level ppo model, not a knob model: load it with "
+            "agents.ppo.load_policy(env, path), or play it with frenzy evaluate --policies ppo --model PATH"
+        )
+    return load_knob_policy(env, path, sample=sample, seed=seed)
+
+
 def knob(env: Any) -> KnobPolicy:
-    """The shipped knob model bound to ``env``, sampling (seed 0): ``frenzy evaluate --policies agents.knob:knob``
-    (the ``ppo`` policy of ``frenzy evaluate`` plays the same model). Its ``gpu_features`` decide which
-    clusters it fits (``"summary"``: any)."""
+    """The shipped knob model bound to ``env``, sampling (seed 0): what ``frenzy evaluate --policies knob``
+    plays. Its ``gpu_features`` decide which clusters it fits (``"summary"``: any)."""
     return load_knob_policy(env, SHIPPED)

@@ -1,8 +1,8 @@
 """PPO for the knob with several plays of the same workload per update (Mao et al.'s multiple rollouts).
 
-Session 19 (docs/ppo/training.md) found the knob's updates mostly noise: a reference plan on the same arrivals
-removes the arrival sequence's variance, but not that of the knob's own draws over hundreds of instants, and
-the critic could not tell one episode's state from another's. Here each update plays every one of
+With one play per workload the knob's updates are mostly noise (research/results/ppo/training.md): a reference
+plan on the same arrivals removes the arrival sequence's variance, but not that of the knob's own draws over
+hundreds of instants, and the critic cannot tell one episode's state from another's. Here each update plays every one of
 ``workloads_per_update`` training workloads ``rollouts`` (K) times with the current policy (sampled levels,
 :class:`agents.knob.KnobEnv` with ``reference=False``, one decision per ``hold`` instants), and the advantage of
 play k's decision at simulated time t is

@@ -55,10 +55,13 @@ def register_policy(name: str, factory: Callable[..., ScriptedPolicy]) -> None:
 
     The ``frenzy`` command in a shell needs no registration: ``frenzy evaluate --policies mymod:Widest``
     imports ``mymod`` (from the current directory or the installed packages) and calls ``Widest(env)``.
-    ``name`` must not contain ``:`` (that form names MODULE:ATTR) and must not be ``ppo`` or ``rllib``.
+    ``name`` must not contain ``:`` (that form names MODULE:ATTR) and must not be ``ppo``, ``knob`` or ``rllib``
+    (the learned agents' names).
     """
-    if not name or ":" in name or name in ("ppo", "rllib"):
-        raise ConfigError(f"cannot register a policy as {name!r}: names are non-empty, without ':', not ppo/rllib")
+    if not name or ":" in name or name in ("ppo", "knob", "rllib"):
+        raise ConfigError(
+            f"cannot register a policy as {name!r}: names are non-empty, without ':', not ppo/knob/rllib"
+        )
     POLICIES[name] = factory
 
 

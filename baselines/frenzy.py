@@ -14,12 +14,12 @@ What the policy does, at every decision (it acts only through the environment's 
 
 Options (keyword names are public API)
 --------------------------------------
-``ranking``: how MARP orders a job's plans (:data:`frenzy_env.memory.RANKINGS`; the paper defines none).
-    Default :data:`frenzy_env.memory.DEFAULT_RANKING` = ``"min_gpus"`` -- fewest GPUs, then the smallest GPU
+``ranking``: how MARP orders a job's plans (:data:`frenzy_env.planning.RANKINGS`; the paper defines none).
+    Default :data:`frenzy_env.planning.DEFAULT_RANKING` = ``"min_gpus"`` -- fewest GPUs, then the smallest GPU
     memory that holds the job (equal memory: the cheaper GPU per hour), then the smaller ``tp``: Frenzy's
     "tightest fit". ``"max_mem_util"`` (highest predicted memory utilisation), ``"min_est_time"`` (shortest
     predicted iteration time), ``"min_gpu_hours"`` (fewest GPUs x iteration time) as in
-    :func:`frenzy_env.memory.plan_resources`.
+    :func:`frenzy_env.planning.plan_resources`.
 ``predictor``: the MARP estimator that decides which plans the *policy* believes fit and ranks memory
     utilisation: ``None`` (default: the env's configured predictor, so policy and mask agree), ``"frenzy"``
     (the paper's closed form), ``"extended"`` or ``"oracle"`` (= "extended", the simulator's ground truth).

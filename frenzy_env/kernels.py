@@ -304,7 +304,7 @@ def running_rows(
     log_t: float,
 ) -> None:
     """Rows ``first .. first + len(jobs)`` of the environment's running block ``out`` (R, 7 + P) float32 for
-    the running ``jobs`` at time ``now`` (see ``FrenzyEnv._running_times``): present, elapsed, time left on
+    the running ``jobs`` at time ``now`` (see ``ObservationEncoder._running_times``): present, elapsed, time left on
     the current plan, its GPU count and type features, restarts, progress, time left on each plan (with the
     start-up still to pay on the current plan and the restart cost on the others: ``config_row`` (J,), and
     ``start_s``, ``save_s`` (K, P) are the simulator's start-up tables), times as ``log1p(seconds) / log_t``;

@@ -1,5 +1,5 @@
 """Which data/tensor-parallel layouts of a job are legal: the one rule behind MARP's plan grid
-(:func:`frenzy_env.memory.feasible_plans`), the trace assignment's fit test (:mod:`frenzy_env.workload`) and the
+(:func:`frenzy_env.planning.feasible_plans`), the trace assignment's fit test (:mod:`frenzy_env.workload`) and the
 simulator's plan table (:mod:`frenzy_env.simulator.plans`).
 
 A layout of ``count`` GPUs is ``dp`` data-parallel replicas of a ``tp``-way tensor-parallel group, ``dp * tp ==

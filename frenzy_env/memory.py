@@ -51,7 +51,7 @@ reserved + the CUDA context (what nvidia-smi shows). ZeRO stages map frameworks:
 optimizer is stage 1 (fp32 master weights and Adam moments sharded, the gradient buffer not), PyTorch FSDP
 full sharding and DeepSpeed stage 3 are stage 3. Validated per kind, framework and feature on published
 measurements from several sources by ``scripts/validate_memory.py`` (leave-one-source-out; see
-:mod:`frenzy_env.calibration` and ``docs/memory/``).
+:mod:`frenzy_env.calibration` and ``docs/world.md``).
 
 All quantities are bytes; ``batch_size`` is always the global batch ``B`` (``B / dp`` sequences per replica,
 rounded up; a plan with ``dp > B`` is infeasible).
@@ -82,7 +82,7 @@ DEFAULT_METHOD = "extended"
 # ``python scripts/validate_memory.py --fit``. Kept as shipped (they set the simulator's out-of-memory truth):
 # on the 20 published cases of frenzy_env/data/memory_cases.csv (4 sources) they are within -2.7 % .. +6.8 %
 # of every case, and a fit on all 20 cases (frenzy_env.calibration.fit_constants) would give 0.157 and
-# 82.6 MiB; leave-one-source-out validation of that fit: docs/memory/README.md.
+# 82.6 MiB; leave-one-source-out validation of that fit: docs/world.md.
 FRAGMENTATION = 0.2081
 FRAMEWORK_BYTES = 134.8 * MiB
 # CUDA context + PyTorch kernels, nvidia-smi, V100 (HuggingFace docs "model_memory_anatomy"): a measured
@@ -167,7 +167,9 @@ class MemoryEstimate:
 
 
 # --------------------------------------------------------------------------------------- validation
-def _pos_int(field: str, value: object) -> int:
+def check_positive_int(field: str, value: object) -> int:
+    """``value`` as an int when it is a positive whole number (an integral float passes), else ConfigError
+    naming ``field``."""
     if type(value) is int and value >= 1:  # fast path
         return value
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, float, np.floating)):
@@ -226,8 +228,8 @@ def _resolve_options(method: str, options: dict[str, object]) -> dict[str, objec
             raise ConfigError(f"dropout must be a bool or None (automatic), got {opts['dropout']!r}")
         opts["dropout"] = bool(opts["dropout"])
     if opts["micro_batch"] is not None:
-        opts["micro_batch"] = _pos_int("micro_batch", opts["micro_batch"])
-    opts["pp"] = _pos_int("pp", opts["pp"])
+        opts["micro_batch"] = check_positive_int("micro_batch", opts["micro_batch"])
+    opts["pp"] = check_positive_int("pp", opts["pp"])
     for k in ("context_bytes", "framework_bytes", "fragmentation"):
         _number(k, opts[k])
     if opts["kind"] not in KINDS:
@@ -247,7 +249,7 @@ def _resolved_cached(method: str, items: tuple) -> tuple[dict[str, object], tupl
     return opts, tuple(sorted(opts.items()))
 
 
-def _options(method: str, options: dict[str, object]) -> tuple[dict[str, object], tuple]:
+def resolved_options(method: str, options: dict[str, object]) -> tuple[dict[str, object], tuple]:
     """(resolved options, hashable key); cached. The returned dict is shared: never mutate it."""
     try:
         # the value's type is part of the key: True == 1 must not pass as a cached zero_stage=1
@@ -257,8 +259,9 @@ def _options(method: str, options: dict[str, object]) -> tuple[dict[str, object]
         return opts, tuple(sorted(opts.items()))
 
 
-def _check_job(batch_size: object, seq_len: object) -> tuple[int, int]:
-    return _pos_int("batch_size", batch_size), _pos_int("seq_len", seq_len)
+def check_job(batch_size: object, seq_len: object) -> tuple[int, int]:
+    """(global batch, sequence length) of a job as positive ints, else ConfigError."""
+    return check_positive_int("batch_size", batch_size), check_positive_int("seq_len", seq_len)
 
 
 # ------------------------------------------------------------------------------------ coefficients
@@ -482,7 +485,7 @@ def _total(
     return out
 
 
-def _total_layouts(
+def total_layouts(
     spec: ModelSpec,
     b: int,
     s: int,
@@ -571,8 +574,8 @@ def estimate_memory_array(
     not finite).
     """
     spec = model if isinstance(model, ModelSpec) else get_model(model)
-    b, s = _check_job(batch_size, seq_len)
-    opts, key = _options(method, options)
+    b, s = check_job(batch_size, seq_len)
+    opts, key = resolved_options(method, options)
     dp_a = np.asarray(dp, dtype=np.float64)
     tp_a = np.asarray(tp, dtype=np.float64)
     if dp_a.shape != tp_a.shape:
@@ -601,23 +604,23 @@ def estimate_memory_layouts(
     Like :func:`estimate_memory_array` with the ``pp`` and ``micro_batch`` options given per plan (so they
     must not be passed as options): plan ``i`` equals ``estimate_memory(..., dp=dp[i], tp=tp[i],
     pp=pp[i], micro_batch=micro_batch[i])``. ``method="frenzy"`` extends the paper's formula (see
-    :func:`_total_layouts`). Returns (P,) float64 bytes; ``inf`` where a plan is impossible (a degree or
+    :func:`total_layouts`). Returns (P,) float64 bytes; ``inf`` where a plan is impossible (a degree or
     micro-batch below 1, ``dp > batch_size``, not finite).
     """
     spec = model if isinstance(model, ModelSpec) else get_model(model)
-    b, s = _check_job(batch_size, seq_len)
+    b, s = check_job(batch_size, seq_len)
     if "pp" in options or "micro_batch" in options:
         raise ConfigError("estimate_memory_layouts takes pp and micro_batch per plan, not as options")
-    opts, key = _options(method, options)
+    opts, key = resolved_options(method, options)
     arrs = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (dp, tp, pp, micro_batch)))
     dp_a, tp_a, pp_a, mb_a = arrs
     ok = (dp_a >= 1.0) & (dp_a <= b) & (tp_a >= 1.0) & (tp_a < np.inf) & (pp_a >= 1.0) & (pp_a < np.inf)
     ok &= (mb_a >= 1.0) & (mb_a < np.inf)
     if ok.all():
-        return _total_layouts(spec, b, s, dp_a, tp_a, pp_a, mb_a, method, opts, key)
+        return total_layouts(spec, b, s, dp_a, tp_a, pp_a, mb_a, method, opts, key)
     one = np.ones_like(dp_a)
     safe = [np.where(ok, x, one) for x in arrs]
-    return np.where(ok, _total_layouts(spec, b, s, *safe, method, opts, key), np.inf)
+    return np.where(ok, total_layouts(spec, b, s, *safe, method, opts, key), np.inf)
 
 
 def estimate_memory(
@@ -650,13 +653,13 @@ def estimate_memory(
     UnknownNameError: an unknown model or method.
     """
     spec = get_model(model)
-    b, s = _check_job(batch_size, seq_len)
-    d, t = _pos_int("dp", dp), _pos_int("tp", tp)
+    b, s = check_job(batch_size, seq_len)
+    d, t = check_positive_int("dp", dp), check_positive_int("tp", tp)
     if d > b:
         raise ConfigError(
             f"dp={d} exceeds batch_size={b}: every data-parallel replica needs at least one sequence"
         )
-    opts, key = _options(method, options)
+    opts, key = resolved_options(method, options)
     dp_a, tp_a = np.array([float(d)]), np.array([float(t)])
     if method == "frenzy":
         comp = _frenzy_components(spec, b, s, dp_a, tp_a)
@@ -672,16 +675,3 @@ def estimate_memory(
     over = sum(breakdown[k] for k in _OVER_KEYS)
     return MemoryEstimate(static + act + over, static, act, over, breakdown, method)
 
-
-# The plan search lives in :mod:`frenzy_env.planning`; its names stay importable from here.
-_PLANNING_NAMES = (
-    "RANKINGS", "DEFAULT_RANKING", "ResourcePlan", "PlanList", "feasible_plans", "plan_resources", "fits",
-)
-
-
-def __getattr__(name: str):
-    if name in _PLANNING_NAMES:
-        from frenzy_env import planning
-
-        return getattr(planning, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

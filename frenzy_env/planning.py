@@ -23,11 +23,11 @@ from frenzy_env.layouts import plan_layouts, powers_of_two
 from frenzy_env.memory import (
     DEFAULT_METHOD,
     GiB,
-    _check_job,
-    _options,
-    _pos_int,
-    _total_layouts,
+    check_job,
+    check_positive_int,
     estimate_memory,
+    resolved_options,
+    total_layouts,
 )
 from frenzy_env.models import ModelSpec, get_model
 
@@ -112,9 +112,9 @@ def _gpu_table_cached(gpu_key: tuple, per_node_key: object) -> _GpuTable:
             raise ConfigError(
                 f"gpus_per_node has no entry for GPU type(s) {', '.join(missing)}; given: {', '.join(given)}"
             )
-        per_node = [_pos_int(f"gpus_per_node[{g.name!r}]", given[g.name]) for g in gpus]
+        per_node = [check_positive_int(f"gpus_per_node[{g.name!r}]", given[g.name]) for g in gpus]
     else:
-        per_node = [_pos_int("gpus_per_node", per_node_key)] * len(gpus)
+        per_node = [check_positive_int("gpus_per_node", per_node_key)] * len(gpus)
     names = tuple(g.name for g in gpus)
     caps = np.array([g.memory_bytes for g in gpus], dtype=np.float64)
     order = sorted(range(len(gpus)), key=lambda i: (gpus[i].memory_bytes, gpus[i].cost_per_hour, names[i]))
@@ -226,18 +226,18 @@ def _feasible(
     model, batch_size, seq_len, gpu_types, method, max_gpus, gpus_per_node, options, max_pp=None, accumulate=True
 ):
     spec = model if isinstance(model, ModelSpec) else get_model(model)
-    b, s = _check_job(batch_size, seq_len)
-    opts, key = _options(method, options)
+    b, s = check_job(batch_size, seq_len)
+    opts, key = resolved_options(method, options)
     if method == "extended" and (opts["pp"] != 1 or opts["micro_batch"] is not None):
         raise ConfigError(
             "plan_resources chooses pp and the micro-batch itself; do not pass them as options "
             f"(got pp={opts['pp']}, micro_batch={opts['micro_batch']})"
         )
-    mg = _pos_int("max_gpus", max_gpus)
+    mg = check_positive_int("max_gpus", max_gpus)
     table = _gpu_table(gpu_types, gpus_per_node)
-    mp = None if max_pp is None else _pos_int("max_pp", max_pp)
+    mp = None if max_pp is None else check_positive_int("max_pp", max_pp)
     g = _grid(b, spec.heads, spec.layers, int(table.per_node.max()), mg, mp, bool(accumulate))
-    mem_c = _total_layouts(spec, b, s, g.c_dp, g.c_tp, g.c_pp, g.c_mb, method, opts, key)  # (C,)
+    mem_c = total_layouts(spec, b, s, g.c_dp, g.c_tp, g.c_pp, g.c_mb, method, opts, key)  # (C,)
     n_c = mem_c.size
     if n_c == 0:
         empty = np.zeros((len(table.names), 0))
@@ -409,7 +409,7 @@ def fits(
     from frenzy_env.cluster import get_gpu_type
 
     g = get_gpu_type(gpu)
-    t, n = _pos_int("tp", tp), _pos_int("gpus_per_node", gpus_per_node)
+    t, n = check_positive_int("tp", tp), check_positive_int("gpus_per_node", gpus_per_node)
     if t > n:
         raise ConfigError(
             f"tp={t} exceeds gpus_per_node={n}: a tensor-parallel group must stay inside one node"

@@ -10,13 +10,26 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover
     from frenzy_env.cluster import ClusterSpec
-    from frenzy_env.env import FrenzyEnv
+    from frenzy_env.simulator import ClusterSimulator
+
+
+class Scene(Protocol):
+    """What the pictures read of an environment (:class:`~frenzy_env.env.FrenzyEnv` has all of it)."""
+
+    sim: ClusterSimulator
+    cluster: ClusterSpec
+
+    @property
+    def visible_queue(self) -> np.ndarray: ...
+
+    @property
+    def visible_running(self) -> np.ndarray: ...
 
 FRAME_SHAPE = (480, 800, 3)  # height, width, RGB
 _GRID = (10, 56, 530, 470)  # x0, y0, x1, y1 of the GPU grid
@@ -33,7 +46,7 @@ _PALETTE = np.array(  # saturated colours only: matplotlib's tab10 less its grey
 )
 
 
-def render_ansi(env: FrenzyEnv) -> str:
+def render_ansi(env: Scene) -> str:
     """Text: time, counters, busy GPUs per type, the visible queue and running jobs."""
     sim = env.sim
     lines = [
@@ -66,7 +79,7 @@ def render_ansi(env: FrenzyEnv) -> str:
     return "\n".join(lines)
 
 
-def render_rgb(env: FrenzyEnv) -> np.ndarray:
+def render_rgb(env: Scene) -> np.ndarray:
     """uint8 :data:`FRAME_SHAPE`: the labelled picture of the cluster now (see the module docstring)."""
     sim = env.sim
     layout = _layout(env.cluster)
@@ -105,7 +118,7 @@ def render_rgb(env: FrenzyEnv) -> np.ndarray:
     return img
 
 
-def _legend(env: FrenzyEnv, img: np.ndarray, font: _Font) -> None:
+def _legend(env: Scene, img: np.ndarray, font: _Font) -> None:
     """The running jobs (colour, model, plan, progress) then the head of the queue, in the right panel."""
     sim = env.sim
     x, y = _PANEL_X, 66

@@ -8,7 +8,7 @@ Scenarios (``SCENARIOS``; each claim row names its scenario):
   context with GPU-hours beside JCT; Frenzy vs the opportunistic FIFO baseline; on a Philly-derived window and
   an ITP-derived workload on the "frenzy-testbed" cluster; scheduling overhead (wall time per ``predict``
   call) of Frenzy vs requested-count Sia from the same episodes.
-* ``rankings``: Frenzy with each MARP plan ranking (:data:`frenzy_env.memory.RANKINGS`) against requested-count
+* ``rankings``: Frenzy with each MARP plan ranking (:data:`frenzy_env.planning.RANKINGS`) against requested-count
   Sia.
 * ``asrpt``: A-SRPT's own setting: a homogeneous 64-GPU cluster (its model has identical GPUs), small recurring
   jobs (at most 8 GPUs, 80% in recurring groups) at offered load 1.2, a "testbed" and a larger "simulation"
@@ -47,7 +47,6 @@ import numpy as np
 
 from frenzy_env.calibration import FITTED_CASES
 from frenzy_env.errors import ConfigError
-from frenzy_env.reproduce_report import claims_markdown, write_outputs
 
 SCENARIOS = ("frenzy_sia", "rankings", "asrpt", "doubling", "predictors", "marp")
 #: offered load (:mod:`frenzy_env.workload.load`, at one GPU per job) of the doubling scenario's contention levels
@@ -781,5 +780,5 @@ def run_reproduce(cfg: ReproduceConfig, log: Callable[[str], None] = print) -> R
 
 __all__ = [
     "SCENARIOS", "ReproduceConfig", "ReproduceResult", "ClaimRow", "CopiesGenerator", "HistorySplit", "run_reproduce",
-    "claims_markdown", "write_outputs", "verdict", "reason", "marp_accuracy", "philly_generator",
+    "verdict", "reason", "marp_accuracy", "philly_generator",
 ]

@@ -33,7 +33,7 @@ replicas of ``tp`` tensor-parallel GPUs each, ``n = dp * tp`` GPUs of one type):
   is even for consolidated placements). Measured check: nccl-tests all_reduce_perf between 8 x A100 nodes
   with 4 x HDR 200 Gb/s (100 GB/s per node) reaches a bus bandwidth of 85-96 GB/s on 3 nodes
   (NVIDIA/nccl-tests#119) and 86 GB/s on 2 nodes (NVIDIA/nccl#1048): the node's aggregate, not the
-  12.5 GB/s per-GPU share this model used before (issue 16).
+  12.5 GB/s per-GPU share.
 - ``eff`` (:data:`DEFAULT_COMM_EFFICIENCY`): fraction of the link bandwidth a ring all-reduce achieves.
 - pipeline parallelism and gradient accumulation (``pp`` stages, 1F1B, ``n = dp * tp * pp``; the per-replica
   batch ``B / dp`` in ``m`` micro-batches): ``t_compute`` and ``t_dp`` are unchanged (accumulation does the
@@ -45,14 +45,14 @@ replicas of ``tp`` tensor-parallel GPUs each, ``n = dp * tp`` GPUs of one type):
 - ``t_overhead`` (:data:`DEFAULT_OVERHEAD_S`): fixed per-iteration cost independent of the plan (optimizer
   step launch, data loading, host synchronisation), paid even on one GPU.
 
-Calibration (``scripts/compare_throughput.py --fit``): the constants were fitted by
+Calibration (``research/scripts/compare_throughput.py --fit``): the constants were fitted by
 :func:`scipy.optimize.least_squares` on log speeds of the measured ElasticFlow A100 curves (pkusys/ElasticFlow
 ``throughputs_A100``: GPT-2 124M at global batch 128/256, BERT-base at 64/128, pure data parallelism on 1..64
 GPUs, 8 per node), residuals = log shape error ``speed(w)/speed(1)`` + 0.1 x log absolute error. The CSVs do
 not record the sequence length; 1-GPU GPT-2 at batch 128 runs 7.3 it/s, which at s = 1024 would need
 ~700 TFLOP/s, so the effective tokens per sequence (at :data:`DEFAULT_UTILISATION`) were fitted too:
 ~176 for GPT-2 and ~218 for BERT (e.g. s = 128 at ~25-30 % MFU). Fitted with the node-aggregate network
-(issue 16; the per-GPU-share network of before gave 60 ms and 140 us): overhead 49 ms, hop latency 220 us.
+(with a per-GPU-share network the fit gives 60 ms and 140 us): overhead 49 ms, hop latency 220 us.
 The curves hardly constrain the bandwidth factor (the shape error moves by < 1 point for eff in 0.7..1.0;
 left free the fit runs to the bound, since PyTorch DDP overlaps the all-reduce with the backward pass), so
 ``eff`` is fixed at 0.8, the usual NCCL ring bus bandwidth / link peak, and the rest fitted with it. The

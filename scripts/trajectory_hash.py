@@ -1,7 +1,8 @@
 """Digests of trajectories, to check that a refactoring leaves behaviour unchanged.
 
 For each configuration it plays masked-random episodes (with some illegal actions mixed in) and one episode
-of every scripted baseline and of the shipped PPO agent, and hashes every observation, mask, reward, flag,
+of every registered scripted baseline and of both shipped learned agents (``ppo``, the action-level MaskablePPO
+model, and ``knob``, the move-margin agent over the sia_srpt planner), and hashes every observation, mask, reward, flag,
 info entry and per-job record (decision latencies excluded). Run it before and after a change and compare::
 
     python scripts/trajectory_hash.py --out before.json
@@ -32,7 +33,28 @@ CONFIGS = {
     "large-1024": dict(cluster="large-1024", workload="synthetic"),
     "doubling-64-none": dict(cluster="doubling-64", workload="synthetic", work_info="none"),
 }
-POLICIES = ("frenzy", "asrpt", "doubling", "sia", "fifo", "sjf", "random", "ppo")
+AGENTS = ("ppo", "knob")
+
+
+def policy_names() -> list[str]:
+    """Every registered scripted baseline, then the two shipped learned agents."""
+    import baselines
+
+    return sorted(baselines.POLICIES) + list(AGENTS)
+
+
+def _load_agent(name: str, env):
+    """The shipped learned agent ``name`` bound to ``env``."""
+    if name == "ppo":
+        from agents.ppo.loading import DEFAULT_MODEL_PATH, load_policy
+
+        return load_policy(env, DEFAULT_MODEL_PATH)
+    try:  # where the knob agent lives
+        from agents.knob import SHIPPED, load_knob_policy
+    except ImportError:
+        from agents.knob import SHIPPED_MODEL_PATH as SHIPPED
+        from agents.knob import load_knob_policy
+    return load_knob_policy(env, SHIPPED)
 
 
 def _make_env(kwargs: dict):
@@ -91,12 +113,10 @@ def policy_digest(kwargs: dict, name: str, seed: int, max_jobs: int | None) -> s
         key = "max_jobs" if name_.startswith("itp") else "num_jobs"
         kwargs["workload"] = make_generator(name_, **{key: max_jobs})
     env = _make_env(kwargs)
-    if name == "ppo":
-        from agents.ppo import load_policy
-
+    if name in AGENTS:
         try:
-            policy = load_policy(env)
-        except Exception as exc:  # the shipped model fits only the default spaces
+            policy = _load_agent(name, env)
+        except Exception as exc:  # the shipped action-level model fits only the default spaces
             return f"not available: {type(exc).__name__}"
     else:
         policy = baselines.make_policy(name, env)
@@ -111,16 +131,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=3000, help="masked-random steps per configuration")
     parser.add_argument("--max-jobs", type=int, default=60, help="jobs per baseline episode (default 60)")
     parser.add_argument("--out", help="write the digests to this JSON file")
+    parser.add_argument("--configs", help="comma-separated configuration names (default: all)")
+    parser.add_argument("--policies", help="comma-separated policy names (default: every baseline and agent)")
     parser.add_argument("--compare", help="compare with the digests in this JSON file; exit 1 on a difference")
     args = parser.parse_args(argv)
     digests: dict[str, str] = {}
-    for cname, kwargs in CONFIGS.items():
+    names = args.policies.split(",") if args.policies else policy_names()
+    chosen = args.configs.split(",") if args.configs else list(CONFIGS)
+    for cname in chosen:
+        kwargs = CONFIGS[cname]
         key = f"{cname}/masked-random"
         digests[key] = random_digest(kwargs, seed=7, steps=args.steps)
         print(f"{key} {digests[key]}", flush=True)
         if cname in ("large-1024",):
             continue
-        for name in POLICIES:
+        for name in names:
             key = f"{cname}/{name}"
             digests[key] = policy_digest(kwargs, name, seed=3, max_jobs=args.max_jobs)
             print(f"{key} {digests[key]}", flush=True)
@@ -130,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.compare:
         with open(args.compare) as fh:
             before = json.load(fh)
-        diff = sorted(k for k in set(before) | set(digests) if before.get(k) != digests.get(k))
+        diff = sorted(k for k in digests if before.get(k) != digests[k])
         for k in diff:
             print(f"DIFFERENT {k}: {before.get(k)} -> {digests.get(k)}")
         print(f"{len(digests) - len(diff)} of {len(digests)} digests identical")

@@ -2,10 +2,10 @@
 of jobs, workloads and envs for tests that need their own, and the paths of the optional public data.
 
 The builders are fixtures that return functions (``make_job(0, 10.0, 500.0, model="gpt2-large")``), so test
-files never import each other. Data: ``shared_data`` is :func:`frenzy_env.paths.shared_data_dir` (None on a
-clean checkout; ``FRENZY_ENV_DATA=/nonexistent`` simulates one); ``calibration_csv`` is the shared
-``memory/calibration.csv`` when present, else the sample shipped in ``frenzy_env/data``, so calibration tests
-never skip.
+files never import each other. Data: no test reads a path outside the checkout. ``test_data`` is the folder
+of small public extracts kept with the tests (``tests/data``, with sources and licences); ``calibration_csv``
+the published peak-memory measurements there; ``cached_trace(NAME)`` a public trace from the ``frenzy data``
+cache, skipping with the ``frenzy data fetch NAME`` command where it has not been downloaded.
 """
 
 from __future__ import annotations
@@ -17,10 +17,7 @@ import pytest
 
 from frenzy_env.cluster import ClusterSpec
 from frenzy_env.env import FrenzyEnv
-from frenzy_env.paths import shared_data_dir
-from frenzy_env.workload import JobSpec, Workload, data_path
-
-CALIBRATION_SAMPLE = "calibration_sample.csv"
+from frenzy_env.workload import JobSpec, Workload
 
 
 def _job(job_id: int, submit_time: float = 0.0, iterations: float | None = 1000.0, *, model="gpt2", batch_size=8,
@@ -76,32 +73,35 @@ def tiny_env(tiny_cluster: ClusterSpec, tiny_workload: Workload) -> FrenzyEnv:
 
 
 # ----------------------------------------------------------------------------------------------- data
-@pytest.fixture(scope="session")
-def shared_data() -> Path | None:
-    """The optional public data folder, or None (see :mod:`frenzy_env.paths`)."""
-    return shared_data_dir()
+#: small public extracts kept with the tests (tests/data/README.md gives sources and licences)
+TEST_DATA = Path(__file__).resolve().parent / "data"
 
 
 @pytest.fixture(scope="session")
-def shared_file(shared_data: Path | None) -> Callable[[str], Path]:
-    """``shared_file("traces/itp/cluster02.csv")``: that file of the shared data folder; skips the test where
-    it is absent."""
+def test_data() -> Path:
+    """The folder of public extracts kept with the tests (``tests/data``)."""
+    return TEST_DATA
 
-    def get(relative: str) -> Path:
-        path = shared_data / relative if shared_data is not None else None
-        if path is None or not path.exists():
-            pytest.skip(f"shared data absent: {relative} (see FRENZY_ENV_DATA)")
-        return path
+
+@pytest.fixture(scope="session")
+def cached_trace() -> Callable[[str], Path]:
+    """``cached_trace("itp-cluster02")``: the file of that public trace in the ``frenzy data`` cache; skips the
+    test, naming the command that downloads it, where it is not cached."""
+    from frenzy_env.datasets import NotCachedError, resolve
+
+    def get(name: str) -> Path:
+        try:
+            return resolve(name)
+        except NotCachedError:
+            pytest.skip(f"public trace {name!r} not downloaded: `frenzy data fetch {name}` runs this test")
 
     return get
 
 
 @pytest.fixture(scope="session")
-def calibration_csv(shared_data: Path | None) -> Path:
-    """The shared ``memory/calibration.csv`` when present, else the shipped 5-row sample."""
-    if shared_data is not None and (shared_data / "memory" / "calibration.csv").is_file():
-        return shared_data / "memory" / "calibration.csv"
-    return data_path(CALIBRATION_SAMPLE)
+def calibration_csv() -> Path:
+    """The published peak-memory measurements kept with the tests (``tests/data/memory_calibration.csv``)."""
+    return TEST_DATA / "memory_calibration.csv"
 
 
 def play_out(env, policy, max_steps: int = 1000) -> dict:

@@ -159,7 +159,7 @@ def test_asrpt_comm_heavy_waits_for_consolidation_until_tau(make_job, make_env):
             make_job(2, 0, 8000 / alpha4, requested_gpus=4),
             make_job(3, 7000, 2e3, model="gpt2-large", requested_gpus=8)]
     # Across DGX-1V nodes (4 x EDR per node) the spread 4 + 4 placement costs gpt2-large ~1.25x its consolidated
-    # iteration time (3.7x under the per-GPU network share before issue 16), so the threshold is 1.2 here.
+    # iteration time (3.7x under a per-GPU share of the network), so the threshold is 1.2 here.
     for tau in (0.0, 1e6):
         env = make_env(cluster, jobs)
         policy = make_policy("asrpt", env, predictor="perfect", tau=tau, comm_heavy=1.2)

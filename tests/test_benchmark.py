@@ -45,6 +45,7 @@ def test_quick_cli_run_writes_table_csv_json_png(tmp_path, capsys):
     assert (tmp_path / "benchmark.md").read_text(encoding="utf-8").startswith("Measured in")
 
 
+@pytest.mark.slow
 def test_every_section_runs_tiny():
     res = run_benchmark(TINY, data_dir=None, policies=["fifo"], log=lambda _m: None)
     sections = {r.section for r in res.rows}

@@ -99,3 +99,21 @@ def test_train_refuses_rllib_flags_without_ray(tmp_path, capsys, argv):
     err = capsys.readouterr().err
     assert argv[0] in err and "only to --backend rllib" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_train_agent_knob_takes_only_its_flags_and_trains_resumably(tmp_path, capsys):
+    """``frenzy train --agent knob``: ppo-only flags are refused by name before anything is written; a quick run
+    writes a model recorded as the knob agent, and --resume continues it with a larger --timesteps."""
+    from agents.records import agent_of
+
+    out = tmp_path / "knob"
+    assert main(["train", "--agent", "knob", "--quick", "--n-steps", "8", "--out", str(out)]) == 2
+    assert "--n-steps: not a flag of --agent knob" in capsys.readouterr().err and not out.exists()
+    assert main(["train", "--agent", "knob", "--backend", "rllib", "--out", str(out)]) == 2
+    assert "--backend rllib" in capsys.readouterr().err
+    assert main(["train", "--agent", "knob", "--quick", "--out", str(out), "--no-progress"]) == 0
+    assert agent_of(out / "model.zip") == "knob" and json.loads((out / "config.json").read_text())["agent"] == "knob"
+    assert main(["train", "--agent", "knob", "--resume", str(out), "--timesteps", "384", "--no-progress"]) == 0
+    from stable_baselines3 import PPO
+
+    assert PPO.load(out / "model.zip").num_timesteps == 384

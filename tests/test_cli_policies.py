@@ -225,20 +225,56 @@ def test_ppo_models_sample_unless_greedy_is_asked_for():
     assert [s.factory(env).sample for s in greedy] == [False, False]
 
 
-def test_the_ppo_policy_plays_the_shipped_knob_agent_and_load_policy_reads_knob_models():
+def test_one_name_per_agent_ppo_is_the_action_level_model_and_knob_the_knob_agent():
     from agents.knob import SHIPPED, KnobPolicy
+    from agents.knob import load_policy as load_knob
     from agents.ppo import PPOPolicy, load_policy
+    from agents.records import agent_of
     from frenzy_env.env import FrenzyEnv
 
+    assert agent_of(DEFAULT_MODEL_PATH) == "ppo" and agent_of(SHIPPED) == "knob"  # the shipped records say so
     env = FrenzyEnv(workload="synthetic-small")
-    (spec,) = resolve(["ppo"], [], None)
-    assert spec.source == str(SHIPPED)
-    policy = spec.factory(env)
+    ppo, knob = resolve(["ppo", "knob"], [], None)
+    assert (ppo.source, knob.source) == (str(DEFAULT_MODEL_PATH), str(SHIPPED))
+    assert isinstance(ppo.factory(env), PPOPolicy)
+    policy = knob.factory(env)
     assert isinstance(policy, KnobPolicy) and policy.sample
-    assert isinstance(load_policy(env, SHIPPED, sample=False), KnobPolicy)
-    assert isinstance(load_policy(env), PPOPolicy)  # the action-level model stays the default of load_policy
-    with pytest.raises(ConfigError, match="knob model"):
-        load_policy(None, SHIPPED)
+    assert isinstance(load_policy(env), PPOPolicy) and isinstance(load_knob(env, sample=False), KnobPolicy)
+    with pytest.raises(ConfigError, match="is a knob model.*agents.knob.load_policy"):
+        load_policy(env, SHIPPED)
+    with pytest.raises(ConfigError, match="is an action-level ppo model.*agents.ppo.load_policy"):
+        load_knob(env, DEFAULT_MODEL_PATH)
+
+
+def test_a_plain_model_path_replaces_the_shipped_model_of_the_agent_it_records():
+    from agents.knob import SHIPPED, KnobPolicy
+    from frenzy_env.env import FrenzyEnv
+
+    (spec,) = resolve(["knob"], [(None, SHIPPED)], None)
+    assert spec.source == str(SHIPPED)
+    specs = resolve(["ppo", "knob"], [(None, DEFAULT_MODEL_PATH), (None, SHIPPED)], None)
+    assert [(s.name, s.source) for s in specs] == [("ppo", str(DEFAULT_MODEL_PATH)), ("knob", str(SHIPPED))]
+    with pytest.raises(FrenzyError, match="a knob model is used by the 'knob' policy; add knob"):
+        resolve(["ppo"], [(None, SHIPPED)], None)
+    with pytest.raises(FrenzyError, match="more than once for the 'knob' agent"):
+        resolve(["knob"], [(None, SHIPPED), (None, SHIPPED)], None)
+    (named,) = resolve([], [("mine", SHIPPED)], None)  # a named knob model plays as the knob agent
+    assert isinstance(named.factory(FrenzyEnv(workload="synthetic-small")), KnobPolicy)
+
+
+def test_records_tell_the_agent_of_older_files_by_their_content(tmp_path):
+    from agents.records import agent_of
+
+    model = tmp_path / "run" / "checkpoints" / "m.zip"
+    model.parent.mkdir(parents=True)
+    model.write_bytes(b"")
+    assert agent_of(model) == "ppo"  # no record at all: as stable-baselines3 saves a model
+    (tmp_path / "run" / "config.json").write_text('{"levels": [0, 1], "planner": "sia_srpt"}')
+    assert agent_of(model) == "knob"  # a knob run's configuration, before "agent" was recorded
+    model.with_suffix(".json").write_text('{"knob_version": 2}')
+    assert agent_of(model) == "knob"
+    model.with_suffix(".json").write_text('{"agent": "ppo", "levels": [0], "planner": "x"}')
+    assert agent_of(model) == "ppo"  # the record's own word wins
 
 
 def test_baselines_take_keywords_and_preemption_reaches_the_env(tmp_path, monkeypatch, capsys):

@@ -24,6 +24,7 @@ from frenzy_env.workload import make_generator
 FUZZ_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "fuzz.py"
 
 
+@pytest.mark.slow
 def test_short_fuzz_run_every_preset_and_baseline():
     configs = len(env_factories(None, custom=True))
     drivers = 1 + len(baselines.POLICIES)

@@ -100,7 +100,7 @@ def test_a_summary_model_plays_on_a_cluster_with_other_gpu_types_and_a_per_type_
 def test_a_version_1_config_and_model_read_as_per_type(tmp_path):
     cfg = _cfg(gpu_features="per_type")
     data = cfg.to_dict()
-    del data["gpu_features"]  # as session 13 wrote it
+    del data["gpu_features"]  # as a version 1 config was written
     assert KnobConfig.from_dict(data).gpu_features == "per_type"
     save_knob_model(_model(cfg), cfg, tmp_path / "m.zip")
     meta = json.loads((tmp_path / "m.json").read_text())
@@ -239,6 +239,7 @@ def test_policy_needs_an_observation(tmp_path):
         pol.act(env.action_masks())
 
 
+@pytest.mark.slow
 def test_training_writes_a_model_and_resumes_from_its_last_checkpoint(tmp_path):
     cfg = _cfg()
     path = train_knob(cfg, tmp_path / "run", log=lambda *_: None)
@@ -271,42 +272,6 @@ def test_envs_share_the_pool_without_overlap():
     assert env.env.episode_seed == 5
     with pytest.raises(ConfigError, match="seeds"):
         KnobEnv(cfg, seeds=[])
-
-
-def test_train_knob_script_quick(tmp_path):
-    import importlib.util
-    from pathlib import Path
-
-    spec = importlib.util.spec_from_file_location("train_knob", Path(__file__).parents[1] / "scripts" / "train_knob.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    assert mod.main(["--quick", "--out", str(tmp_path / "q"), "--no-progress"]) == 0
-    assert is_knob_model(tmp_path / "q" / "model.zip")
-
-
-def test_validate_knob_adds_only_the_missing_draws():
-    """A re-run of scripts/validate_knob.py with a larger --samples plays the draws the csv lacks, per model
-    and workload, and nothing twice."""
-    import importlib.util
-    from pathlib import Path
-
-    import pandas as pd
-
-    spec = importlib.util.spec_from_file_location(
-        "validate_knob", Path(__file__).parents[1] / "scripts" / "validate_knob.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    table = pd.DataFrame(
-        [["m.zip", 10.0, "w1", 0, 1.0], ["m.zip", 10.0, "w1", 2, 1.1], ["m.zip", 10.0, "w2", 0, 1.2],
-         ["other.zip", 5.0, "w1", 1, 1.3], ["plan", np.nan, "w1", 0, 1.0]],
-        columns=["model", "decisions", "workload", "draw", "avg_jct_h"],
-    )
-    assert mod.missing_draws(table, "m.zip", "w1", 3) == [1]
-    assert mod.missing_draws(table, "m.zip", "w2", 3) == [1, 2]
-    assert mod.missing_draws(table, "m.zip", "w3", 2) == [0, 1]
-    assert mod.missing_draws(table, "other.zip", "w1", 2) == [0]
-    assert mod.missing_draws(table, "m.zip", "w1", 1) == []
 
 
 def test_a_checkpoint_loads_with_its_runs_config(tmp_path):
@@ -351,6 +316,7 @@ def test_an_invalid_level_is_a_no_op_with_a_penalty():
     assert ic["invalid_action"]
 
 
+@pytest.mark.slow
 def test_resume_keeps_the_runs_config_but_takes_the_new_budget(tmp_path):
     cfg = _cfg(timesteps=64)
     train_knob(cfg, tmp_path / "run", log=lambda *_: None)

@@ -119,6 +119,7 @@ def test_a_held_policy_chooses_once_per_hold_instants(tmp_path):
     assert pol.hold == 4 and pol.levels_used.sum() == steps
 
 
+@pytest.mark.slow
 def test_training_with_rollouts_writes_a_playable_model_and_resumes(tmp_path):
     cfg = _cfg(rollouts=3, workloads_per_update=2, hold=2, timesteps=60, batch_size=16, n_epochs=2,
                checkpoint_every=30)
@@ -149,31 +150,3 @@ def test_training_with_rollouts_writes_a_playable_model_and_resumes(tmp_path):
     env = make_env(SMALL, training_generator(SMALL))
     pol = load_knob_policy(env, path)
     assert pol.hold == 2 and run_episode(env, pol, seed=3).metrics["invalid_actions"] == 0
-
-
-def test_plays_report_divides_each_play_by_its_workloads_plan(tmp_path, capsys):
-    """Two updates: workload 0 (plan 2.0 h) played at 2.2 and 1.8 h, then workload 1 (plan 4.0 h, at margin 0.2;
-    the margin-0 row is another plan) at 4.0 and 5.0 h; workload 7 has no plan and is left out."""
-    import importlib.util
-    from pathlib import Path
-
-    import pandas as pd
-
-    spec = importlib.util.spec_from_file_location(
-        "knob_plays_report", Path(__file__).parents[1] / "scripts" / "knob_plays_report.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    run = tmp_path / "run"
-    run.mkdir()
-    rows = [(1, 0, 0, 2.2), (1, 0, 1, 1.8), (2, 1, 0, 4.0), (2, 1, 1, 5.0), (2, 7, 0, 9.0)]
-    pd.DataFrame([dict(update=u, workload=w, play=k, decisions=10, instants=20, avg_jct_h=j, cost=0.0, seconds=1.0,
-                       level0=0.5, level1=0.5) for u, w, k, j in rows]).to_csv(run / "plays.csv", index=False)
-    pd.DataFrame({"seed": [0, 1, 1], "margin": [0.2, 0.2, 0.0], "avg_jct_h": [2.0, 4.0, 3.0]}).to_csv(
-        tmp_path / "plans.csv", index=False)
-    r = mod.play_ratios(pd.read_csv(run / "plays.csv"), pd.read_csv(tmp_path / "plans.csv"), 0.2)
-    assert r.ratio.tolist() == pytest.approx([1.1, 0.9, 1.0, 1.25]) and 7 not in set(r.workload)
-    assert mod.main(["--run", str(run), "--plans", str(tmp_path / "plans.csv"), "--margin", "0.2",
-                     "--out", str(tmp_path)]) == 0
-    assert "4 plays over 2 updates" in capsys.readouterr().out and (tmp_path / "training_plays_knob.png").is_file()
-    with pytest.raises(SystemExit, match="margin 0.5"):
-        mod.main(["--run", str(run), "--plans", str(tmp_path / "plans.csv"), "--margin", "0.5"])

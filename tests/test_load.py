@@ -1,5 +1,5 @@
 """Offered load (frenzy_env.workload.load), the capacity-aware synthetic load, the trace assignment's GPU mix and
-the OOM cost model (issue 16)."""
+the OOM cost model."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Plans with pipeline stages and gradient accumulation (issue 16 item 3): hand-computed bubble and iteration
+"""Plans with pipeline stages and gradient accumulation: hand-computed bubble and iteration
 time, memory monotonicity, 70B plans on A100-80GB, and the old (dp, tp) plans kept where neither is needed."""
 
 from __future__ import annotations

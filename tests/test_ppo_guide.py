@@ -103,6 +103,7 @@ def test_an_unguided_model_loads_into_a_guided_network_with_the_bonus_kept(tmp_p
     assert all(th.equal(guided.state_dict()[k], v) for k, v in shared.items())
 
 
+@pytest.mark.slow
 def test_guided_training_records_hints_validates_and_resumes_to_the_same_weights(tmp_path):
     straight = train(_cfg(tmp_path, "a"))
     killed = train(_cfg(tmp_path, "b"), stop_after_updates=1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -212,18 +213,14 @@ def test_the_split_keeps_clusters_apart():
     assert not (names[0] & names[1]) and not (names[0] & names[2]) and not (names[1] & names[2])
 
 
-def test_split_workloads_from_the_shared_traces():
-    from frenzy_env.paths import shared_data_dir
-
-    shared = shared_data_dir()
-    itp = shared / "traces" / "itp" if shared is not None else None
-    if itp is None or not itp.is_dir():
-        pytest.skip("no shared data folder with traces/itp")
+def test_split_workloads_from_the_public_traces(cached_trace):
     from agents.ppo import TraceWindows, test_workloads, validation_workloads
     from agents.ppo.config import TEST_TRACES, VALIDATION_TRACES
 
-    def windows(files):
-        return tuple(TraceWindows(str(itp / n), max_jobs=20, load_scale=s) for n, s in files)
+    def windows(files):  # (the ITP files of the split, from the frenzy data cache)
+        return tuple(
+            TraceWindows(str(cached_trace("itp-" + Path(n).stem)), max_jobs=20, load_scale=s) for n, s in files
+        )
 
     cfg = TrainConfig(validation_jobs=10, validation_traces=windows(VALIDATION_TRACES), validation_windows=2,
                       test_traces=windows(TEST_TRACES), test_windows=4, test_seeds=10)
@@ -554,9 +551,8 @@ def test_sia_teacher_solves_once_per_instant_sets_no_timers_and_follows_sias_pla
     """The event-driven Sia teacher: one integer program per simulated instant (the first decision of an instant
     takes the first legal step of Sia's plan for that state), no wake-ups, only legal actions, every job done;
     with Sia's objective and with sia_srpt's (what ppo.bc_teacher "sia" and "sia_srpt" build)."""
-    from agents.ppo import SiaTeacher
     from agents.ppo.warmstart import make_teacher
-    from baselines.sia import SiaPolicy
+    from baselines.sia import SiaPolicy, SiaTeacher
 
     env = FrenzyEnv(workload="synthetic-small")
     name = "sia" if objective == "goodput" else "sia_srpt"

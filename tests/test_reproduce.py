@@ -15,12 +15,12 @@ from frenzy_env.reproduce import (
     HistorySplit,
     ReproduceConfig,
     claim_from_values,
-    claims_markdown,
     marp_accuracy,
     reason,
     run_reproduce,
     verdict,
 )
+from frenzy_env.reproduce_report import claims_markdown
 
 CSV_TEXT = (
     "case,model,arch,params,vocab,hidden,layers,heads,seq_len,micro_batch,grad_accum,dp,tp,precision,optimizer,"

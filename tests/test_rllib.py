@@ -35,7 +35,7 @@ from frenzy_env.errors import ConfigError, UnknownNameError  # noqa: E402
 
 ENV_KW = {"cluster": "frenzy-testbed", "workload": "synthetic-small", "predictor": "extended"}
 
-#: The RLlib snippet of README.md's "Running on Ray" section, executed verbatim by test_readme_rllib_snippet.
+#: The RLlib snippet of docs/ray.md ("RLlib outside the CLI"), executed verbatim by test_readme_rllib_snippet.
 README_SNIPPET = """\
 # needs the [ray] extra: pip install -e ".[ray]" (without it, this example says so and does nothing)
 import importlib.util
@@ -446,18 +446,18 @@ def test_build_algorithm_config_registers_the_env_itself():
 
 @pytest.mark.filterwarnings("ignore:.*Overriding environment rllib-single-agent-env-v0")  # RLlib's, per Algorithm
 def test_readme_rllib_snippet(capsys):
-    """The README snippet runs verbatim: 1 PPO iteration of the stock masking module on a registered id."""
+    """The docs/ray.md snippet runs verbatim: 1 PPO iteration of the stock masking module on a registered id."""
     import ray
 
-    readme = Path(__file__).resolve().parents[1] / "README.md"
+    readme = Path(__file__).resolve().parents[1] / "docs" / "ray.md"
     blocks = re.findall(r"```python\n(.*?)```", readme.read_text(), flags=re.S) if readme.is_file() else []
     in_readme = [b for b in blocks if "register_rllib_envs()" in b]
-    for block in in_readme:  # once the README carries the snippet, it must be this one
+    for block in in_readme:  # the page's snippet must be this one
         assert block == README_SNIPPET
     was_running = ray.is_initialized()
     namespace: dict = {"__name__": "__readme__"}
     try:
-        exec(compile(README_SNIPPET, "README.md (Running on Ray)", "exec"), namespace)
+        exec(compile(README_SNIPPET, "docs/ray.md (RLlib outside the CLI)", "exec"), namespace)
     finally:
         if not was_running and ray.is_initialized():
             ray.shutdown()

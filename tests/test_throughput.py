@@ -186,11 +186,11 @@ BERT_BASE = custom_model(
 
 @pytest.mark.parametrize(
     "stem, model, seq_len",
-    # effective tokens per sequence fitted with the constants (scripts/compare_throughput.py FITTED_SEQ_LEN)
+    # effective tokens per sequence fitted with the constants (research/scripts/compare_throughput.py FITTED_SEQ_LEN)
     [("gpt2", "gpt2", 176), ("bert", BERT_BASE, 218)],
 )
-def test_calibrated_shape_matches_elasticflow(stem, model, seq_len, shared_file):
-    path = shared_file(f"throughput/elasticflow_a100/{stem}.csv")
+def test_calibrated_shape_matches_elasticflow(stem, model, seq_len, test_data):
+    path = test_data / "elasticflow_a100" / f"{stem}.csv"
     table = pd.read_csv(path)
     w = np.array([int(c) for c in table.columns[1:]])  # (W,)
     for _, row in table.iterrows():
@@ -217,7 +217,7 @@ def test_large_llm_jobs_still_scale(gpu, name, batch, seq):
     assert 4.0 <= best[0] / best[1] <= 8.0
 
 
-# ------------------------------------------------------------------------------- collectives (issue 16)
+# ------------------------------------------------------------------------------- collectives
 #: 2 nodes x 4 GPUs: intra-node link 10 GB/s per GPU, 4 NICs of 1 GB/s per node (4 GB/s per node)
 NET_GPU = GPUType(
     "net-toy", 16 * 1024**3, peak_tflops=1.0, intra_node_gbps=10.0, node_network_gbps=4.0, cost_per_hour=1.0,

@@ -42,7 +42,7 @@ def test_shipped_extract_and_its_license_are_in_the_package():
     for f in (ITP_EXTRACT, "LICENSE", "ATTRIBUTION.md"):
         assert data_path(f).is_file()
     assert "MIT License" in data_path("LICENSE").read_text()
-    w = Workload.preset("itp-default")
+    w = make_generator("itp-default").generate(0)
     assert len(w) == 570
     assert w.jobs[0].submit_time == 0.0
     assert all(j.assigned == ("model", "batch_size", "seq_len") for j in w)
@@ -50,7 +50,7 @@ def test_shipped_extract_and_its_license_are_in_the_package():
 
 
 def test_assigned_configurations_are_feasible_at_the_requested_count():
-    w = Workload.preset("itp-default", seed=3)
+    w = make_generator("itp-default").generate(3)
     seen = {(j.model, j.batch_size, j.seq_len, j.requested_gpus) for j in w}
     for model, b, s, g in seen:
         plans = plan_resources(
@@ -74,7 +74,7 @@ def test_trace_generator_keeps_recorded_fields_and_redraws_models():
 
 
 def test_work_iterations_reproduce_the_recorded_duration():
-    w = Workload.preset("itp-default")
+    w = make_generator("itp-default").generate(0)
     work = w.work_iterations(CLUSTER)
     assert work.shape == (570,) and np.all(np.isfinite(work)) and np.all(work > 0)
     job = next(j for j in w if j.requested_gpus == 16)
@@ -114,8 +114,8 @@ def test_work_iterations_reproduce_the_recorded_duration():
 
 
 # ------------------------------------------------------------------------------------ real traces
-def test_itp_trace_window_and_load_scale(shared_file):
-    itp = shared_file("traces/itp/cluster02.csv")
+def test_itp_trace_window_and_load_scale(cached_trace):
+    itp = cached_trace("itp-cluster02")
     full = Workload.from_csv(itp, format="itp")
     assert len(full) == 5778
     w = Workload.from_csv(itp, format="itp", start=86400, end=2 * 86400)
@@ -126,8 +126,8 @@ def test_itp_trace_window_and_load_scale(shared_file):
     assert len(Workload.from_csv(itp, format="itp", max_jobs=10)) == 10
 
 
-def test_philly_full_trace_loads_and_resolves_fast(shared_file):
-    philly = shared_file("traces/philly/philly.csv")
+def test_philly_full_trace_loads_and_resolves_fast(cached_trace):
+    philly = cached_trace("philly")
     t0 = time.perf_counter()
     w = Workload.from_csv(philly, format="philly", seed=1)
     work = w.work_iterations(CLUSTER)
@@ -345,7 +345,7 @@ def test_presets_and_make_generator():
         make_generator("synthetic", num_job=3)
     with pytest.raises(ConfigError, match="load"):
         SyntheticGenerator(load=0)
-    w2 = Workload.synthetic(num_jobs=5, load=1.0, cluster=CLUSTER, seed=2)
+    w2 = SyntheticGenerator(num_jobs=5, load=1.0, cluster=CLUSTER).generate(2)
     assert len(w2) == 5 and w2.to_frame().shape == (5, 11)
 
 

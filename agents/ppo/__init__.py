@@ -12,14 +12,14 @@ them, and saved models refer to the policy as ``agents.ppo.SlotPlanPolicy``:
   :func:`validation_workloads`, :func:`test_workloads`);
 - :mod:`agents.ppo.reference`: the reward differenced against a reference scheduler (:class:`RewardShaper`);
 - :mod:`agents.ppo.rollout`: in-process vectorised rollouts and GAE with per-step discounts;
-- :mod:`agents.ppo.warmstart`: the behaviour-cloning warm start and the teacher pull (:class:`GrowTeacher`,
-  :class:`SiaTeacher`);
+- :mod:`agents.ppo.warmstart`: the behaviour-cloning warm start and the teacher pull (:class:`GrowTeacher`;
+  the planner teacher is :class:`baselines.sia.SiaTeacher`);
 - :mod:`agents.ppo.guide`: plan guides, a planner's next step as an input of the policy (``ppo.guide``);
 - :mod:`agents.ppo.training`: :func:`train` (resumable);
 - :mod:`agents.ppo.loading`: :func:`load_policy` and the shipped :data:`DEFAULT_MODEL_PATH`.
 
 Training mixes synthetic workloads with windows of ITP clusters 03, 06, 08; validation uses synthetic seeds
-500-999 and clusters 04, 07; test uses seeds >= 1000 and clusters 01, 09, 02 (docs/ppo/splits.md).
+500-999 and clusters 04, 07; test uses seeds >= 1000 and clusters 01, 09, 02 (docs/evaluation.md).
 Loading a model runs pickle: only load model files you trust (see :mod:`agents.ppo.loading`).
 """
 
@@ -55,15 +55,14 @@ from agents.ppo.reference import (
 )
 from agents.ppo.rollout import VecRollout, gae, step_discounts
 from agents.ppo.training import train
-from agents.ppo.warmstart import GrowTeacher, SiaTeacher, SrptTeacher, behaviour_clone, collect_teacher
+from agents.ppo.warmstart import GrowTeacher, SrptTeacher, behaviour_clone, collect_teacher
 from agents.ppo.workloads import MixtureGenerator, make_env, test_workloads, training_generator, validation_workloads
 
 __all__ = [
     "DEFAULT_CONFIG_PATH", "DEFAULT_MODEL_PATH", "MODELS_DIR", "TEST_SEED_START", "TEST_TRACES", "TRAIN_SEEDS",
     "TRAIN_TRACES", "VALIDATION_SEEDS", "VALIDATION_TRACES", "GrowTeacher", "MixtureGenerator", "PPOConfig",
     "PPOPolicy", "ReferenceCache", "ReferenceCurve", "ReferenceReward", "RewardShaper", "SlotPlanHead",
-    "SlotPlanPolicy",
-    "SiaTeacher", "SlotSetExtractor", "SrptTeacher", "TraceWindows", "TrainConfig", "VecRollout", "action_types",
+    "SlotPlanPolicy", "SlotSetExtractor", "SrptTeacher", "TraceWindows", "TrainConfig", "VecRollout", "action_types",
     "behaviour_clone", "check_model_path", "collect_teacher", "differenced_reward", "factored_log_probs", "gae",
     "load_policy", "make_env", "make_ppo_policy", "policy_kwargs_for", "run_reference", "step_discounts",
     "test_workloads", "train", "training_generator", "validation_workloads",

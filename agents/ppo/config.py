@@ -4,7 +4,7 @@
 one real trace to cut windows from, :class:`TrainConfig` everything :func:`agents.ppo.train` needs (saved
 as JSON beside the model). The seed ranges keep synthetic training (0-499), validation (500-999) and test
 (>= 1000) workloads apart; :data:`TRAIN_TRACES`, :data:`VALIDATION_TRACES` and :data:`TEST_TRACES` do the
-same for the ITP clusters (docs/ppo/splits.md).
+same for the ITP clusters (docs/evaluation.md, "Splits").
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 
 from frenzy_env.errors import ConfigError
 
-#: names of :class:`~agents.ppo.warmstart.SiaTeacher` (``ppo.bc_teacher``, ``ppo.guide``) and the
+#: names of :class:`~baselines.sia.SiaTeacher` (``ppo.bc_teacher``, ``ppo.guide``) and the
 #: :class:`~baselines.sia.SiaPolicy` objective each re-solves
 SIA_TEACHERS = {"sia": "goodput", "sia_srpt": "completion"}
 
@@ -43,7 +43,7 @@ class PPOConfig:
     decision by 1 / the decisions its env took at that simulated instant, so every instant counts once:
     :func:`agents.ppo.rollout.instant_weights`; False: every decision counts once).
 
-    Objective (docs/ppo/mdp.md): horizon_h discounts per hour of *simulated* time, ``gamma_t = exp(-dt /
+    Objective (docs/agents.md, "The MDP"): horizon_h discounts per hour of *simulated* time, ``gamma_t = exp(-dt /
     horizon)`` for a step lasting dt (None: undiscounted, the return is the whole episode's cost);
     reference (a ``baselines`` policy name, e.g. "doubling" or "srpt_est") plays every training workload once
     and the agent is rewarded against its jobs-in-system curve, so an episode's return is ``reward_gain *
@@ -67,7 +67,7 @@ class PPOConfig:
 
     Warm start (:mod:`agents.ppo.warmstart`): bc_episodes episodes of the teacher imitated for bc_epochs
     passes at bc_lr; 0 disables it. bc_teacher: "grow" (:class:`~agents.ppo.warmstart.GrowTeacher`, SRPT
-    starts plus grow-into-idle resizes), "sia" (:class:`~agents.ppo.warmstart.SiaTeacher`, Sia's integer
+    starts plus grow-into-idle resizes), "sia" (:class:`~baselines.sia.SiaTeacher`, Sia's integer
     program re-solved at every decision instant) or "sia_srpt" (the same with ``sia_srpt``'s objective, the
     summed estimated completion rates). bc_gpu_cap: the grow teacher's cap on GPUs as a multiple of
     the requested count. bc_coef: weight of the teacher's cross-entropy on its own demonstrations in every
@@ -221,7 +221,7 @@ class TrainConfig:
     fixed windows of each of ``validation_traces``, each played ``validation_samples`` times with sampled
     actions (seeded; 0: once, greedily); ``best_model.zip`` has the lowest mean ratio of average JCT to the
     reference's. Test (never used in training or validation; recorded
-    here for ``scripts/evaluate_ppo.py``): ``test_windows`` fixed windows of each of ``test_traces`` and
+    here for ``research/scripts/evaluate_ppo.py``): ``test_windows`` fixed windows of each of ``test_traces`` and
     ``test_seeds`` synthetic seeds from 1000.
 
     max_minutes: a wall-clock limit (None: none): training ends after the first update past it, with a final
@@ -307,8 +307,11 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
         """The configuration of a ``config.json`` (records of the run such as ``obs_version`` are not fields;
-        PPO keys of older trainers, :data:`LEGACY_PPO_KEYS`, are dropped)."""
+        PPO keys of older trainers, :data:`LEGACY_PPO_KEYS`, are dropped; an ``agent`` record must say ``ppo``)."""
         data = dict(data)
+        agent = data.pop("agent", "ppo")
+        if agent != "ppo":
+            raise ConfigError(f"a ppo training config needs agent 'ppo', this one records agent {agent!r}")
         for key in ("obs_version", "env_version", "split"):
             data.pop(key, None)
         for key in ("checkpoint_freq",):  # counted in steps by the older trainer; now checkpoint_minutes

@@ -10,7 +10,6 @@ reads exactly that file (stable-baselines3 would otherwise try ``PATH.zip``).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,12 +22,12 @@ from gymnasium import spaces
 from agents.ppo.distribution import greedy_actions
 from agents.ppo.guide import guide_hints, make_guide
 from agents.ppo.rollout import OBS_KEYS, policy_outputs, sample_actions
+from agents.records import agent_of, read_record
 from frenzy_env.errors import ConfigError
 from frenzy_env.observation import OBS_VERSION
 
 MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
-#: The action-level MaskablePPO model shipped with the package (frenzy-testbed's spaces). ``frenzy evaluate``'s
-#: ``ppo`` plays the knob agent, :data:`agents.knob.SHIPPED`, which any cluster can run.
+#: The action-level MaskablePPO model shipped with the package, the ``ppo`` agent (frenzy-testbed's spaces).
 DEFAULT_MODEL_PATH = MODELS_DIR / "ppo_frenzy_testbed.zip"
 #: The full training configuration of :data:`DEFAULT_MODEL_PATH`.
 DEFAULT_CONFIG_PATH = MODELS_DIR / "ppo_frenzy_testbed.json"
@@ -62,8 +61,8 @@ class PPOPolicy:
     :meth:`reset` from ``seed`` and the bound env's episode seed, so an episode is reproducible and two
     policies with different ``seed`` give independent samples. Why not the greedy action: the trained
     policy's argmax loops (it resizes a job back and forth: thousands of restarts and 37% worse average JCT
-    than its own samples on the validation workloads, docs/ppo/training.md). ``sample=False``: stable-baselines3's
-    ``predict`` with ``deterministic`` as given. A model with a flat ``Box``
+    than its own samples on the validation workloads, research/results/ppo/training.md). ``sample=False``:
+    stable-baselines3's ``predict`` with ``deterministic`` as given. A model with a flat ``Box``
     observation space (trained behind gymnasium's ``FlattenObservation``) is given the env's ``Dict``
     observations flattened (``gymnasium.spaces.flatten`` with the bound env's space, as the wrapper does);
     observations that are arrays already are passed as they are.
@@ -198,9 +197,9 @@ def read_model(path: str | os.PathLike, any_obs_version: bool = False) -> Any:
 def load_policy(
     env: Any = None, path: str | os.PathLike | None = None, sample: bool = True, seed: int = 0
 ) -> Any:
-    """Load a trained MaskablePPO model (default: the shipped action-level :data:`DEFAULT_MODEL_PATH`) for
-    ``env``; a knob model (a ``.json`` beside it records a ``knob_version``: :mod:`agents.knob`, such as the
-    shipped agent :data:`agents.knob.SHIPPED`) loads as an :class:`agents.knob.KnobPolicy`.
+    """Load a trained action-level MaskablePPO model, the ``ppo`` agent (default: the shipped
+    :data:`DEFAULT_MODEL_PATH`), for ``env``. A knob model (:mod:`agents.knob`) is refused with an error that
+    says how to load it (``agents.knob.load_policy``).
 
     Security: the file is unpickled (stable-baselines3 stores objects with cloudpickle), which can run
     arbitrary code: load only files you trust. ``path`` must be an existing regular file (a directory, a
@@ -214,12 +213,11 @@ def load_policy(
     """
     p = check_model_path(DEFAULT_MODEL_PATH if path is None else path)
     th.set_num_threads(1)  # one observation per call: extra threads only add synchronisation
-    from agents.knob import is_knob_model, load_knob_policy  # (agents.knob imports this package)
-
-    if is_knob_model(p):  # a knob model (agents.knob): the planner with a learnt move margin
-        if env is None:
-            raise ConfigError(f"model {str(p)!r} is a knob model, which drives a planner on an env: pass the env")
-        return load_knob_policy(env, p, sample=sample, seed=seed)
+    if agent_of(p) == "knob":
+        raise ConfigError(
+            f"model {str(p)!r} is a knob model (agents.knob), not an action-level ppo model: load it with "
+            f"agents.knob.load_policy(env, path), or play it with frenzy evaluate --policies knob --model {p}"
+        )
     model = read_model(p)
     if env is not None:
         base = env.unwrapped
@@ -248,17 +246,10 @@ def _shapes(space: spaces.Space, flat: bool = False) -> Any:
 def recorded_obs_version(path: Path) -> tuple[int, Path] | None:
     """The observation version recorded beside a model file, and the file it is recorded in: ``PATH.json``
     (the shipped model's) or the training run's ``config.json`` in the model's folder or the one above it
-    (``best_model.zip``, ``checkpoints/*.zip``). A record without the key predates versioning: version 1,
-    the encoding of every model saved before it. None when no record is found."""
-    for candidate in (path.with_suffix(".json"), path.parent / "config.json", path.parent.parent / "config.json"):
-        if candidate.is_file():
-            try:
-                record = json.loads(candidate.read_text())
-            except (OSError, ValueError):
-                continue
-            if isinstance(record, dict):
-                return int(record.get("obs_version", 1)), candidate
-    return None
+    (``best_model.zip``, ``checkpoints/*.zip``; :func:`agents.records.read_record`). A record without the key
+    predates versioning: version 1, the encoding of every model saved before it. None when no record is found."""
+    found = read_record(path)
+    return None if found is None else (int(found[0].get("obs_version", 1)), found[1])
 
 
 def _check_obs_version(path: Path) -> None:

@@ -144,6 +144,7 @@ def _record(cfg: TrainConfig) -> dict[str, Any]:
     from agents.ppo.config import TEST_TRACES, TRAIN_TRACES, VALIDATION_TRACES
 
     return {
+        "agent": "ppo",  # agents.records
         **cfg.to_dict(),
         "obs_version": OBS_VERSION,
         "env_version": ENV_VERSION,

@@ -1,7 +1,9 @@
 """The behaviour-cloning warm start of PPO: scripted teachers, their demonstrations and imitation.
 
 :class:`GrowTeacher` (:class:`SrptTeacher`'s starts plus the doubling baseline's growing resizes) plays
-training episodes (:func:`collect_teacher`); :func:`behaviour_clone` fits the actor to its actions.
+training episodes (:func:`collect_teacher`); :func:`behaviour_clone` fits the actor to its actions. The
+planner teacher (``ppo.bc_teacher`` "sia" or "sia_srpt") is :class:`baselines.sia.SiaTeacher`, beside the
+planner it drives.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import torch as th
 from torch import nn
 
 from agents.ppo.config import SIA_TEACHERS, TrainConfig
+from baselines.sia import SiaTeacher
 
 
 class SrptTeacher:
@@ -72,45 +75,6 @@ class GrowTeacher(SrptTeacher):
             view = env.view
             if view.plan_count[plan] > view.plan_count[view.running[job].plan]:
                 return b
-        return 0 if mask[0] else int(np.flatnonzero(mask)[0])
-
-
-class SiaTeacher:
-    """Sia's integer program (:class:`baselines.sia.SiaPolicy`: its candidates, goodput, restart factor and
-    the order it carries a plan out in) re-solved at every decision *instant* instead of every 60 s round:
-    the first decision at a new simulated time solves, the later ones of that instant carry the plan out, and
-    a step that is not legal is skipped. It sets no timers, so it decides exactly where the agent does (at
-    events), and its states are states the agent meets.
-
-    On four validation workloads it matched or beat round-based Sia (average JCT 3.23 vs 3.26 h, 2.62 vs
-    2.63, 10.71 vs 10.74, 1.68 vs 1.97) in 4-15 s per episode instead of about a minute; on the 28 test
-    workloads it is level with Sia (docs/ppo/training.md). It is a teacher, not a baseline: Sia as published
-    re-plans in rounds. It drives a :class:`~baselines.sia.SiaPolicy` through its ``replan`` and
-    ``next_step``, so both stay one implementation. ``objective``: :class:`~baselines.sia.SiaPolicy`'s
-    (``"completion"`` for ``sia_srpt``'s); ``move_margin``: its move hysteresis (``self.sia.move_margin``
-    may be changed between decisions); further keywords go to :class:`~baselines.sia.SiaPolicy`
-    (``rate_power``, ``efficiency_power``, ...).
-    """
-
-    def __init__(self, env: Any, objective: str = "goodput", move_margin: float = 0.0, **sia_kwargs: Any) -> None:
-        from baselines.sia import SiaPolicy
-
-        self.sia = SiaPolicy(env, objective=objective, move_margin=move_margin, **sia_kwargs)
-        self.env = self.sia.env
-        self.reset()
-
-    def reset(self) -> None:
-        self.sia.reset()
-        self._solved_at: float | None = None
-
-    def act(self, mask: np.ndarray) -> int:
-        now = self.sia.view.now
-        if now != self._solved_at:
-            self.sia.replan()
-            self._solved_at = now
-        action = self.sia.next_step(mask)
-        if action is not None:
-            return action
         return 0 if mask[0] else int(np.flatnonzero(mask)[0])
 
 

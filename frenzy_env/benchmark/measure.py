@@ -290,7 +290,7 @@ def bench_steps(cfg: BenchConfig, res: Results, log: Callable[[str], None]) -> N
 
 def _trace_workloads(cfg: BenchConfig, data_dir: Path | None) -> list[tuple[str, Any, bool]]:
     """(name, workload, is_target) of the replay section; the target is the whole Philly trace."""
-    from frenzy_env.workload import Workload
+    from frenzy_env.workload import Workload, make_generator
 
     out: list[tuple[str, Any, bool]] = []
     cap = cfg.replay_max_jobs
@@ -310,7 +310,7 @@ def _trace_workloads(cfg: BenchConfig, data_dir: Path | None) -> list[tuple[str,
         label = f"itp {path.stem} ({len(wl):,} jobs)" if cap is None else f"itp {path.stem} first {len(wl):,}"
         out.append((label, wl, False))
     if not out:
-        wl = Workload.preset("itp-default")
+        wl = make_generator("itp-default").generate(0)
         out.append((f"itp-default extract ({len(wl):,} jobs)", wl, False))
     return out
 

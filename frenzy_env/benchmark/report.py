@@ -16,7 +16,7 @@ from frenzy_env.benchmark.measure import REPLAY_CLUSTER, Results
 
 
 def summary_table(res: Results, machine: dict[str, Any], mode: str) -> str:
-    """The headline numbers as a Markdown table (what README's Performance section shows)."""
+    """The headline numbers as a Markdown table (what docs/performance.md shows)."""
     lines = ["| measurement | value |", "|---|---|"]
 
     def add(label: str, value: float, fmt: str) -> None:

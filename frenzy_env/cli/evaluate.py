@@ -18,10 +18,12 @@ DEFAULT_POLICIES = ("frenzy", "asrpt", "doubling", "srpt_est", "fifo", "sjf", "p
 
 
 def default_policies() -> list[str]:
-    """The papers' baselines, srpt_est, fifo, the sjf oracle and ``ppo`` (the shipped knob agent: ``sia_srpt``'s
-    planner with PPO-trained move margins, minutes per episode). ``sia`` and ``sia_srpt``
-    (about ten minutes per episode on the default workload: a MILP every 60 s), masked ``random`` and ``rllib`` (an
-    RLlib checkpoint, with ``--rllib-checkpoint``) run when asked for with ``--policies``."""
+    """The papers' baselines, srpt_est, fifo, the sjf oracle and ``ppo`` (the shipped action-level MaskablePPO
+    agent, milliseconds per decision): all of them fast. The integer-program policies ``sia`` and ``sia_srpt``
+    (minutes per episode on the default workload: a MILP every 60 s) and ``knob`` (the shipped knob agent over
+    ``sia_srpt``'s planner, minutes per episode), the ``fifo_strict`` and ``sjf_greedy`` variants, masked
+    ``random`` and ``rllib`` (an RLlib checkpoint, with ``--rllib-checkpoint``) run when asked for with
+    ``--policies``."""
     return list(DEFAULT_POLICIES)
 
 
@@ -35,8 +37,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--policies", type=csv_list, default=None,
         help="comma list of {frenzy,asrpt,doubling,sia,sia_srpt,srpt_est,fifo,fifo_strict,sjf,sjf_greedy,random,"
-        f"ppo,rllib}}, names of --model NAME=PATH, and MODULE:ATTR (default: {','.join(DEFAULT_POLICIES)}); ppo "
-        "takes its model from --model PATH, rllib "
+        f"ppo,knob,rllib}}, names of --model NAME=PATH, and MODULE:ATTR (default: {','.join(DEFAULT_POLICIES)}); "
+        "ppo (the action-level MaskablePPO agent) and knob (PPO-chosen move margins of the sia_srpt planner) play "
+        "their shipped models or the one given as --model PATH, rllib "
         "(a policy trained with frenzy train --backend rllib) needs --rllib-checkpoint. MODULE:ATTR is your own "
         "policy: ATTR(env) must return an object with stable-baselines3's predict(obs, state=None, "
         "episode_start=None, deterministic=True, action_masks=None) (reset() optional); MODULE is imported with "
@@ -51,7 +54,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--trace-format", choices=("itp", "philly", "canonical"), default=None,
         help="the file's format (default: the catalogue's for a named trace, else canonical; see "
-        "docs/trace_format.md)",
+        "docs/traces.md)",
     )
     p.add_argument(
         "--max-jobs", type=positive_int, default=None,
@@ -60,7 +63,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--seeds", type=positive_int, default=3, help="number of seeds; default 3")
     p.add_argument(
         "--seed-start", type=int, default=0,
-        help="first seed (seeds are SEED_START .. SEED_START+N-1); the shipped PPO agent never saw seeds >= 1000",
+        help="first seed (seeds are SEED_START .. SEED_START+N-1); the shipped agents never saw seeds >= 1000",
     )
     p.add_argument("--predictor", choices=("frenzy", "extended", "oracle"), default="extended")
     p.add_argument(
@@ -71,8 +74,8 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--model", type=model_arg, action="append", default=[], metavar="[NAME=]PATH",
-        help="a MaskablePPO zip or a knob model (agents.knob): PATH is the 'ppo' policy's model (default: the knob "
-        "agent shipped in agents/models); "
+        help="a model file of a learned agent: PATH replaces the shipped model of the 'ppo' or 'knob' policy, "
+        "whichever agent the file records (agents.records); "
         "NAME=PATH is a policy of its own called NAME, evaluated with the others (repeatable: one per model). "
         "Every model is loaded and checked against the env before any episode. Loading a model runs pickle: "
         "only load files you trust.",
@@ -81,7 +84,7 @@ def add_parser(sub: Any) -> None:
         "--greedy", action="store_true",
         help="PPO models take their most likely action (a knob model: its most likely margin); by default they "
         "sample from their distribution as in training, seeded per episode (the greedy action of the shipped "
-        "action-level agent loops: docs/ppo/training.md)",
+        "action-level agent loops: research/results/ppo/training.md)",
     )
     p.add_argument(
         "--rllib-checkpoint", type=Path, default=None, metavar="PATH",

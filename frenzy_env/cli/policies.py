@@ -1,4 +1,5 @@
-"""The policies ``frenzy evaluate`` runs: its ``--policies`` names (built-in baselines, ``ppo``, ``rllib``,
+"""The policies ``frenzy evaluate`` runs: its ``--policies`` names (built-in baselines, the learned agents
+``ppo`` and ``knob``, ``rllib``,
 ``MODULE:ATTR`` of the user's own code) and ``--model [NAME=]PATH`` files resolved into labelled
 :class:`PolicySpec` entries, each with the factory the evaluation loop calls with an env, and checked (modules
 imported, model files loaded against the env) before any episode starts.
@@ -19,8 +20,9 @@ from typing import Any
 
 from frenzy_env.errors import ConfigError, FrenzyError
 
-#: names of --policies that are not scripted baselines: the PPO model (--model) and an RLlib checkpoint
-MODEL_POLICIES = ("ppo", "rllib")
+#: names of --policies that are not scripted baselines: the learned agents ppo and knob (agents.records; their
+#: shipped models, or --model PATH) and an RLlib checkpoint
+MODEL_POLICIES = ("ppo", "knob", "rllib")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _PREDICT = "predict(observation, state=None, episode_start=None, deterministic=True, action_masks=None)"
@@ -39,8 +41,8 @@ class PolicySpec:
 
 
 def model_arg(text: str) -> tuple[str | None, Path]:
-    """argparse type of ``--model``: ``NAME=PATH`` (a policy called NAME) or a plain ``PATH`` (the ``ppo``
-    policy's model). A path that exists as given is always a plain path."""
+    """argparse type of ``--model``: ``NAME=PATH`` (a policy called NAME) or a plain ``PATH`` (the model of the
+    ``ppo`` or ``knob`` policy, whichever agent it records). A path that exists as given is always a plain path."""
     name, eq, path = text.partition("=")
     if eq and not Path(text).exists():
         if not _NAME.fullmatch(name) or not path:
@@ -54,15 +56,31 @@ def resolve(
 ) -> list[PolicySpec]:
     """The policies to run, in the order of ``names`` (``--policies``), then the named models it leaves out.
 
-    ``models``: the ``--model`` values; a plain path (at most one) is the ``ppo`` policy's model, a named one
-    a policy of that name. A ``MODULE:ATTR`` name is labelled ``ATTR``, or ``MODULE:ATTR`` where ``ATTR`` is
-    also another policy's name. Raises :class:`~frenzy_env.errors.FrenzyError` for unknown names, clashing
-    model names and misplaced flags; nothing is imported or loaded yet (see :func:`check`). PPO models sample
-    their actions as in training (:class:`agents.ppo.PPOPolicy`), or take the greedy one with ``greedy``.
+    ``models``: the ``--model`` values; a plain path (at most one per agent) is the model of the ``ppo`` or
+    ``knob`` policy, whichever agent the file records (:func:`agents.records.agent_of`), a named one a policy
+    of that name playing the agent its file records. A ``MODULE:ATTR`` name is labelled ``ATTR``, or
+    ``MODULE:ATTR`` where ``ATTR`` is also another policy's name. Raises :class:`~frenzy_env.errors.FrenzyError`
+    for unknown names, clashing model names and misplaced flags; no model is loaded yet (see :func:`check`).
+    Learned agents sample their actions as in training (:class:`agents.ppo.PPOPolicy`,
+    :class:`agents.knob.KnobPolicy`), or take the most likely one with ``greedy``.
     """
+    from agents.records import agent_of
     from baselines import POLICIES
 
-    plain = [path for name, path in models if name is None]
+    plain: dict[str, Path] = {}
+    for name, path in models:
+        if name is None:
+            agent = agent_of(path)
+            if agent in plain:
+                raise FrenzyError(
+                    f"--model PATH given more than once for the {agent!r} agent: label several models as NAME=PATH"
+                )
+            if agent not in names:
+                raise FrenzyError(
+                    f"--model {path}: a {agent} model is used by the {agent!r} policy; add {agent} to --policies, "
+                    "or give NAME=PATH"
+                )
+            plain[agent] = path
     named: dict[str, Path] = {}
     for name, path in models:
         if name is None:
@@ -71,10 +89,6 @@ def resolve(
             taken = "a built-in policy" if name not in named else "given twice"
             raise FrenzyError(f"--model {name}={path}: the name {name!r} is {taken}; choose another NAME")
         named[name] = path
-    if len(plain) > 1:
-        raise FrenzyError("--model PATH given more than once: label several models as NAME=PATH")
-    if plain and "ppo" not in names:
-        raise FrenzyError("--model PATH is only used by the 'ppo' policy; add ppo to --policies, or give NAME=PATH")
     if rllib_checkpoint is not None and "rllib" not in names:
         raise FrenzyError("--rllib-checkpoint is only used by the 'rllib' policy; add rllib to --policies")
     if "rllib" in names and rllib_checkpoint is None:
@@ -94,10 +108,10 @@ def resolve(
             clash = attr in plain_names or sum(m.partition(":")[2] == attr for m in modules) > 1
             specs.append(_module_spec(name, name if clash else attr))
         elif name in named:
-            specs.append(PolicySpec(name, "model", str(named[name]), _ppo_factory(named[name], greedy)))
-        elif name == "ppo":
-            path = plain[0] if plain else _default_model()
-            specs.append(PolicySpec(name, "model", str(path), _ppo_factory(path, greedy)))
+            specs.append(PolicySpec(name, "model", str(named[name]), _model_factory(named[name], greedy)))
+        elif name in ("ppo", "knob"):
+            path = plain.get(name) or _default_model(name)
+            specs.append(PolicySpec(name, "model", str(path), _model_factory(path, greedy, agent=name)))
         elif name == "rllib":
             specs.append(PolicySpec(name, "model", str(rllib_checkpoint), _rllib_factory(rllib_checkpoint)))
         elif name in POLICIES:
@@ -144,12 +158,17 @@ def module_of(spec: PolicySpec) -> Any:
     return sys.modules[spec.source.partition(":")[0]]
 
 
-def _default_model() -> Path:
-    """The ``ppo`` policy's model: the shipped knob agent (``agents.knob.SHIPPED``, PPO-trained move margins
-    of the ``sia_srpt`` planner; it fits every cluster)."""
-    from agents.knob import SHIPPED
+def _default_model(agent: str) -> Path:
+    """The shipped model of ``agent``: ``ppo``, the action-level MaskablePPO model
+    (``agents.ppo.DEFAULT_MODEL_PATH``; frenzy-testbed's spaces), or ``knob``, PPO-trained move margins of the
+    ``sia_srpt`` planner (``agents.knob.SHIPPED``; any cluster)."""
+    if agent == "knob":
+        from agents.knob import SHIPPED
 
-    return SHIPPED
+        return SHIPPED
+    from agents.ppo.loading import DEFAULT_MODEL_PATH
+
+    return DEFAULT_MODEL_PATH
 
 
 def keyword_value(text: str) -> object:
@@ -192,10 +211,17 @@ def _builtin_factory(name: str, **kwargs: Any) -> Callable[[Any], Any]:
     return wide_window(build)  # scripted: every job in the system within reach
 
 
-def _ppo_factory(path: Path, greedy: bool = False) -> Callable[[Any], Any]:
-    def build(env: Any) -> Any:
-        from agents.ppo import load_policy
+def _model_factory(path: Path, greedy: bool = False, agent: str | None = None) -> Callable[[Any], Any]:
+    """``factory(env)`` loading the model at ``path`` with its agent's loader (``agent``, or the one the file
+    records)."""
 
+    def build(env: Any) -> Any:
+        from agents.records import agent_of
+
+        if (agent or agent_of(path)) == "knob":
+            from agents.knob import load_policy
+        else:
+            from agents.ppo import load_policy
         return load_policy(env, path, sample=not greedy)
 
     return build

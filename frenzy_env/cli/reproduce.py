@@ -50,7 +50,8 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``frenzy reproduce``: find the data, run the scenarios, print the claims table and write the outputs."""
-    from frenzy_env.reproduce import ReproduceConfig, claims_markdown, run_reproduce, write_outputs
+    from frenzy_env.reproduce import ReproduceConfig, run_reproduce
+    from frenzy_env.reproduce_report import claims_markdown, write_outputs
 
     data_dir = args.data_dir
     if data_dir is None:

@@ -1,5 +1,7 @@
-"""The ``frenzy train`` subcommand: train a PPO scheduler, with stable-baselines3's MaskablePPO (``--backend
-sb3``, the default; agents/ppo/) or Ray RLlib's PPO (``--backend rllib``; agents/rllib.py).
+"""The ``frenzy train`` subcommand: train a learned scheduler. ``--agent ppo`` (the default) trains the
+action-level agent with stable-baselines3's MaskablePPO (``--backend sb3``, the default; agents/ppo/) or Ray
+RLlib's PPO (``--backend rllib``; agents/rllib.py); ``--agent knob`` trains the knob agent (agents/knob.py:
+PPO choosing the sia_srpt planner's move margin), configured by a ``--config`` knob configuration.
 
 ::
 
@@ -19,7 +21,7 @@ progress bar shows the decisions. Training workloads (``--workload mix``, the de
 workloads (seeds 0-499) with windows of the ``--trace`` files; validation uses synthetic seeds 500-999 and
 fixed windows of the ``--validation-trace`` files; ``--test-trace`` files are recorded for the held-out
 evaluation (seeds >= 1000), never trained or validated on. The reward is differenced against
-``--reference`` (a baseline policy name; ``none``: the raw jobs-in-system reward): see docs/ppo/mdp.md.
+``--reference`` (a baseline policy name; ``none``: the raw jobs-in-system reward): see docs/agents.md.
 
 With ``--backend rllib`` (needs ``pip install -e ".[ray]"``): ``--iterations`` training iterations of
 ``--train-batch-size`` env steps each (so ``--timesteps`` does not apply), sampled by ``--num-env-runners``
@@ -74,11 +76,17 @@ def add_parser(sub: Any) -> None:
     """Register ``frenzy train`` on an argparse subparsers object (torch is imported only when it runs)."""
     p = sub.add_parser(
         "train",
-        help="train a PPO scheduler: MaskablePPO (default) or Ray RLlib PPO (--backend rllib)",
+        help="train a learned scheduler: the action-level ppo agent (default) or the knob agent (--agent knob)",
         description=plain_text(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    # None = the TrainConfig / PPOConfig / RLlibTrainConfig default (or the --config file's value)
+    # None = the TrainConfig / PPOConfig / RLlibTrainConfig / KnobConfig default (or the --config file's value)
+    p.add_argument(
+        "--agent", choices=("ppo", "knob"), default="ppo",
+        help="ppo: the action-level MaskablePPO agent (default); knob: PPO choosing the sia_srpt planner's move "
+        "margin at each decision instant (takes --config KNOB.json, --out, --resume, --quick, --timesteps, --seed, "
+        "--max-minutes and --no-progress only)",
+    )
     p.add_argument(
         "--backend", choices=("sb3", "rllib"), default="sb3",
         help="sb3: MaskablePPO in this process (default); rllib: Ray RLlib PPO with Ray env runners",
@@ -147,12 +155,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--guide", choices=("sia", "sia_srpt"), default=None,
         help="a planner whose next step the policy reads, with a learnt bonus on it (default: none; "
-        "docs/ppo/mdp.md)",
+        "docs/agents.md)",
     )
     p.add_argument(
         "--guide-gate", type=float, default=None, metavar="P",
         help="with --guide: a learnt gate instead of the bonus, the policy leaving the plan with probability P "
-        "at first (e.g. 0.03; docs/ppo/mdp.md)",
+        "at first (e.g. 0.03; docs/agents.md)",
     )
     p.add_argument(
         "--threads", type=positive_int, default=None,
@@ -315,17 +323,21 @@ def check_backend_flags(args: argparse.Namespace) -> None:
         raise ConfigError(f"{', '.join(given)} {verb} only to --backend {owner}, not --backend {backend}")
 
 
+def read_config_file(path: Path, what: str = "a configuration") -> dict[str, Any]:
+    """The JSON object in ``--config``'s file; a missing file or another kind of JSON is a ConfigError."""
+    if not path.is_file():
+        raise ConfigError(f"--config: no such file {str(path)!r}")
+    data = json.loads(path.read_text())
+    if not isinstance(data, dict):
+        raise ConfigError(f"--config {str(path)!r}: expected a JSON object ({what})")
+    return data
+
+
 def build_rllib_config(args: argparse.Namespace) -> Any:
     """The :class:`~agents.rllib.RLlibTrainConfig` of parsed arguments (a ``--config`` file, then the flags)."""
     from agents.rllib import RLlibTrainConfig
 
-    data: dict[str, Any] = {}
-    if args.config is not None:
-        if not args.config.is_file():
-            raise ConfigError(f"--config: no such file {str(args.config)!r}")
-        data = json.loads(args.config.read_text())
-        if not isinstance(data, dict):
-            raise ConfigError(f"--config {str(args.config)!r}: expected a JSON object")
+    data = read_config_file(args.config) if args.config is not None else {}
     data.update({field: getattr(args, arg) for arg, field in _RLLIB_FIELDS.items() if getattr(args, arg) is not None})
     if args.reference is not None:
         data["reference"] = None if args.reference == "none" else args.reference
@@ -349,8 +361,65 @@ def _run_rllib(args: argparse.Namespace) -> int:
     return 0
 
 
+#: flags of ``--agent knob`` (argparse dest -> KnobConfig field, or None for flags that are not fields)
+_KNOB_FLAGS = {"config": None, "out": None, "resume": None, "quick": None, "no_progress": None,
+               "timesteps": "timesteps", "seed": "seed", "max_minutes": "max_minutes"}
+_NOT_FLAGS = {"command", "command_line", "func", "agent", "backend"}
+
+
+def build_knob_config(args: argparse.Namespace) -> Any:
+    """The :class:`~agents.knob.KnobConfig` of parsed ``--agent knob`` arguments: ``--quick``'s, a ``--config``
+    file's, the run's own (``--resume``) or the defaults, then ``--timesteps``, ``--seed``, ``--max-minutes``."""
+    from agents.knob import KnobConfig, quick_config
+
+    if args.quick:
+        data = quick_config().to_dict()
+    elif args.config is not None:
+        data = read_config_file(args.config, "a knob configuration")
+    elif args.resume is not None:
+        run_config = args.resume / "config.json"
+        if not run_config.is_file():
+            raise ConfigError(f"--resume {str(args.resume)!r}: no config.json there (not a knob run folder)")
+        data = json.loads(run_config.read_text())
+    else:
+        data = KnobConfig().to_dict()
+    data.update({field: getattr(args, dest) for dest, field in _KNOB_FLAGS.items()
+                 if field is not None and getattr(args, dest) is not None})
+    if data.get("max_minutes") == 0:
+        data["max_minutes"] = None
+    return KnobConfig.from_dict(data)
+
+
+def _run_knob(args: argparse.Namespace) -> int:
+    """``frenzy train --agent knob``: the knob agent (agents.knob), resumable, into ``--out`` (or ``--resume``)."""
+    from agents.knob import train_knob
+    from agents.knob_rollouts import train_knob_rollouts
+
+    given = sorted("--" + dest.replace("_", "-") for dest, value in vars(args).items()
+                   if dest not in _KNOB_FLAGS and dest not in _NOT_FLAGS and _given(value))
+    if args.backend != "sb3":
+        given.insert(0, "--backend " + args.backend)
+    if given:
+        raise ConfigError(f"{', '.join(given)}: not a flag of --agent knob (its flags: --config, --out, --resume, "
+                          "--quick, --timesteps, --seed, --max-minutes, --no-progress)")
+    if args.resume is not None and args.out is not None and args.out != args.resume:
+        raise ConfigError(f"--resume {args.resume} continues that run in place: drop --out {args.out}")
+    cfg = build_knob_config(args)
+    out = args.resume if args.resume is not None else (args.out or Path("runs/knob"))
+    resume = args.resume is not None
+    if cfg.rollouts > 1:  # several plays of each workload per update, no critic (agents.knob_rollouts)
+        path = train_knob_rollouts(cfg, out, resume=resume)
+    else:
+        path = train_knob(cfg, out, resume=resume, progress=not args.no_progress)
+    print(f"wrote {path} (and {path.with_suffix('.json').name} beside it), config.json and checkpoints/ in {out}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
-    """``frenzy train``: check that every flag fits ``--backend``, then train with it."""
+    """``frenzy train``: the knob agent with ``--agent knob``; else check that every flag fits ``--backend``,
+    then train the ppo agent with it."""
+    if getattr(args, "agent", "ppo") == "knob":
+        return _run_knob(args)
     check_backend_flags(args)
     if getattr(args, "backend", "sb3") == "rllib":
         return _run_rllib(args)

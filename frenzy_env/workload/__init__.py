@@ -8,11 +8,13 @@ order:
 
 - :mod:`~frenzy_env.workload.configs`: layouts and memory fit, :func:`reference_iteration_time` and the
   seeded model-assignment rule (:func:`assign_configs`) for jobs that record no model;
-- :mod:`~frenzy_env.workload.spec`: :class:`JobSpec` and :class:`Workload` (and its work in iterations);
+- :mod:`~frenzy_env.workload.traces`: the trace formats, :func:`read_trace` (a validated
+  :class:`~frenzy_env.workload.traces.TraceTable`) and :func:`data_path` (the shipped extract
+  :data:`ITP_EXTRACT`);
+- :mod:`~frenzy_env.workload.spec`: :class:`JobSpec` and :class:`Workload` (its work in iterations, and
+  :meth:`Workload.from_csv`, a trace file as a workload);
 - :mod:`~frenzy_env.workload.load`: the offered load of a workload on a cluster (:func:`offered_load`,
   speed- and memory-aware capacity; its definition is that module's docstring);
-- :mod:`~frenzy_env.workload.traces`: the trace formats, :func:`read_trace` and :func:`data_path` (the
-  shipped extract :data:`ITP_EXTRACT`);
 - :mod:`~frenzy_env.workload.generators`: :class:`SyntheticGenerator`, :class:`TraceGenerator`,
   :class:`FixedGenerator`, :data:`WORKLOAD_PRESETS` and :func:`make_generator`.
 """

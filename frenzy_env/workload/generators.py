@@ -104,8 +104,8 @@ class SyntheticGenerator:
     exactly that load on ``cluster``: arrivals are a Poisson process of rate ``load / mean_j(W_j / C_j)``
     conditioned on its window, i.e. the ``n - 1`` exponential gaps are scaled to sum to ``(n - 1) / rate``
     (given the number of arrivals in a window, Poisson arrival times are uniform order statistics, whose
-    spacings are normalised exponentials). The first job arrives at 0. Before issue 16 ``load`` counted every
-    GPU as one of the reference type, which made "0.7" about 1.2 on frenzy-testbed.
+    spacings are normalised exponentials). The first job arrives at 0. (Counting every GPU as one of the reference type
+    instead would make "0.7" about 1.2 on frenzy-testbed.)
     """
 
     num_jobs: int = 200

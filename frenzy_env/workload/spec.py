@@ -7,9 +7,13 @@ turns it into iterations: ``recorded_duration / iteration_time`` at the recorded
 reference GPU type, with the fastest memory-feasible layout (else the fastest layout ignoring memory) on a
 consolidated placement (``ceil(g / gpus per node)`` nodes).
 
-The constructors :meth:`Workload.from_csv`, :meth:`Workload.synthetic` and :meth:`Workload.preset` import
-:mod:`~frenzy_env.workload.traces` and :mod:`~frenzy_env.workload.generators` inside their bodies: those
-modules build workloads, so they sit above this one.
+Traces
+------
+:meth:`Workload.from_csv` reads a trace file (:mod:`~frenzy_env.workload.traces`, below this module) and makes
+one job per row, assigning a model and configuration where the trace records none
+(:func:`~frenzy_env.workload.configs.assign_configs`). Generated workloads come from the generators
+(:mod:`~frenzy_env.workload.generators`, above this module): ``SyntheticGenerator(...).generate(seed)``,
+``make_generator(name).generate(seed)``.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import numbers
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -26,7 +31,13 @@ from frenzy_env.cluster import ClusterSpec
 from frenzy_env.errors import ConfigError
 from frenzy_env.models import ModelSpec, get_model
 from frenzy_env.throughput import DEFAULT_UTILISATION
-from frenzy_env.workload.configs import REFERENCE_GPU_TYPE, reference_iteration_time
+from frenzy_env.workload.configs import (
+    REFERENCE_GPU_TYPE,
+    NoConfigurationError,
+    assign_configs,
+    reference_iteration_time,
+)
+from frenzy_env.workload.traces import TraceTable, read_trace_cached
 
 
 @dataclass(frozen=True)
@@ -214,15 +225,14 @@ class Workload:
         ------
         TraceFormatError: a malformed file (the message names the file, the 1-based data row, the column).
         """
-        from frenzy_env.workload.traces import _file_key, _read_trace_cached
-
-        table = _read_trace_cached(*_file_key(path), format)
+        table = read_trace_cached(path, format=format)
         table = table.window(start=start, end=end, max_jobs=max_jobs, load_scale=load_scale)
         mix = None
         if cluster is not None:
             spec = ClusterSpec.preset(cluster) if isinstance(cluster, str) else cluster
             mix = [(t, spec.gpus_of_type(t), spec.max_gpus_per_node(t)) for t in spec.gpu_types]
-        return table.to_workload(
+        return _trace_workload(
+            table,
             seed=seed,
             name=name,
             reference_gpu_type=reference_gpu_type,
@@ -231,18 +241,80 @@ class Workload:
             gpu_mix=mix,
         )
 
-    @classmethod
-    def synthetic(
-        cls, *, num_jobs: int, load: float, cluster: ClusterSpec | str, seed: int, **kw
-    ) -> Workload:
-        """A synthetic workload; keywords as :class:`~frenzy_env.workload.generators.SyntheticGenerator`."""
-        from frenzy_env.workload.generators import SyntheticGenerator
 
-        return SyntheticGenerator(num_jobs=num_jobs, load=load, cluster=cluster, **kw).generate(seed)
-
-    @classmethod
-    def preset(cls, name: str, seed: int = 0) -> Workload:
-        """The workload of preset ``name`` (see :data:`WORKLOAD_PRESETS`) for ``seed``."""
-        from frenzy_env.workload.generators import make_generator
-
-        return make_generator(name).generate(seed)
+def _trace_workload(
+    table: TraceTable,
+    *,
+    seed: int,
+    name: str | None,
+    reference_gpu_type: str,
+    gpus_per_node: int,
+    models: Sequence[str | ModelSpec] | None,
+    gpu_mix: Sequence[tuple[str, int, int]] | None = None,
+) -> Workload:
+    """The workload of a (windowed) trace table: one job per row, with a model, batch and sequence length
+    assigned (:func:`~frenzy_env.workload.configs.assign_configs`, seeded) where the trace records none."""
+    n = table.submit.size
+    need = (
+        np.ones(n, dtype=bool)
+        if table.model is None
+        else np.array(
+            [m is None or b is None or s is None for m, b, s in zip(table.model, table.batch, table.seq)]
+        )
+    )
+    models_out: list[ModelSpec | None] = list(table.model) if table.model is not None else [None] * n
+    batch_out = list(table.batch) if table.batch is not None else [None] * n
+    seq_out = list(table.seq) if table.seq is not None else [None] * n
+    assigned: list[tuple[str, ...]] = [()] * n
+    if need.any():
+        idx = np.flatnonzero(need)
+        try:
+            am, ab, as_ = assign_configs(
+                table.gpus[idx],
+                seed=seed,
+                recorded_model=[models_out[i] for i in idx],
+                recorded_batch=[batch_out[i] for i in idx],
+                recorded_seq=[seq_out[i] for i in idx],
+                models=models,
+                reference_gpu_type=reference_gpu_type,
+                gpus_per_node=gpus_per_node,
+                gpu_mix=gpu_mix,
+            )
+        except NoConfigurationError as exc:
+            job = None if exc.index is None else int(idx[exc.index])
+            raise table.gpu_count_error(job, str(exc)) from None
+        for k, i in enumerate(idx.tolist()):
+            fields_ = tuple(
+                f
+                for f, v in (
+                    ("model", models_out[i]),
+                    ("batch_size", batch_out[i]),
+                    ("seq_len", seq_out[i]),
+                )
+                if v is None
+            )
+            models_out[i], batch_out[i], seq_out[i] = am[k], int(ab[k]), int(as_[k])
+            assigned[i] = fields_
+    groups = table.group if table.group is not None else (None,) * n
+    submit = table.submit.tolist()
+    gpus = table.gpus.tolist()
+    duration = table.duration.tolist()
+    names = table.names.tolist()
+    jobs = tuple(
+        JobSpec(
+            job_id=i,
+            submit_time=submit[i],
+            model=models_out[i],
+            batch_size=int(batch_out[i]),  # type: ignore[arg-type]
+            seq_len=int(seq_out[i]),
+            iterations=None,
+            requested_gpus=gpus[i],
+            group=groups[i],
+            recorded_duration=duration[i],
+            name=str(names[i]),
+            assigned=assigned[i],
+        )
+        for i in range(n)
+    )
+    label = name or f"{Path(table.path).stem}"
+    return Workload(label, jobs, source=f"{table.format}:{table.path} (model assignment seed {seed})")

@@ -24,7 +24,6 @@ import dataclasses
 import io
 import math
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -32,9 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from frenzy_env.errors import ConfigError, TraceFormatError, unknown_name
-from frenzy_env.models import ModelSpec, get_model
-from frenzy_env.workload.configs import NoConfigurationError, assign_configs
-from frenzy_env.workload.spec import JobSpec, Workload
+from frenzy_env.models import get_model
 
 MAX_GPUS_PER_JOB = 100_000  # larger recorded GPU counts are rejected as absurd
 
@@ -57,7 +54,7 @@ def data_path(name: str) -> Path:
 
 
 @dataclass(frozen=True)
-class _TraceTable:
+class TraceTable:
     """Validated trace columns (numpy), before windowing and model assignment."""
 
     path: str
@@ -72,7 +69,7 @@ class _TraceTable:
     group: tuple | None = None  # (n,) int | None
     rows: np.ndarray | None = None  # (n,) 1-based data row of each job in the file (error messages)
 
-    def take(self, idx: np.ndarray) -> _TraceTable:
+    def take(self, idx: np.ndarray) -> TraceTable:
         def pick(col):
             return None if col is None else tuple(col[i] for i in idx.tolist())
 
@@ -91,7 +88,7 @@ class _TraceTable:
 
     def window(
         self, *, start: float | None, end: float | None, max_jobs: int | None, load_scale: float
-    ) -> _TraceTable:
+    ) -> TraceTable:
         if not (isinstance(load_scale, (int, float)) and math.isfinite(load_scale) and load_scale > 0):
             raise ConfigError(f"load_scale must be a positive number, got {load_scale!r}")
         if max_jobs is not None and (int(max_jobs) != max_jobs or max_jobs < 1):
@@ -115,83 +112,11 @@ class _TraceTable:
         submit = (out.submit - out.submit[0]) / float(load_scale)
         return dataclasses.replace(out, submit=submit)
 
-    def to_workload(
-        self,
-        *,
-        seed: int,
-        name: str | None,
-        reference_gpu_type: str,
-        gpus_per_node: int,
-        models: Sequence[str | ModelSpec] | None,
-        gpu_mix: Sequence[tuple[str, int, int]] | None = None,
-    ) -> Workload:
-        n = self.submit.size
-        need = (
-            np.ones(n, dtype=bool)
-            if self.model is None
-            else np.array(
-                [m is None or b is None or s is None for m, b, s in zip(self.model, self.batch, self.seq)]
-            )
-        )
-        models_out: list[ModelSpec | None] = list(self.model) if self.model is not None else [None] * n
-        batch_out = list(self.batch) if self.batch is not None else [None] * n
-        seq_out = list(self.seq) if self.seq is not None else [None] * n
-        assigned: list[tuple[str, ...]] = [()] * n
-        if need.any():
-            idx = np.flatnonzero(need)
-            try:
-                am, ab, as_ = assign_configs(
-                    self.gpus[idx],
-                    seed=seed,
-                    recorded_model=[models_out[i] for i in idx],
-                    recorded_batch=[batch_out[i] for i in idx],
-                    recorded_seq=[seq_out[i] for i in idx],
-                    models=models,
-                    reference_gpu_type=reference_gpu_type,
-                    gpus_per_node=gpus_per_node,
-                    gpu_mix=gpu_mix,
-                )
-            except NoConfigurationError as exc:
-                row = None
-                if exc.index is not None and self.rows is not None:
-                    row = int(self.rows[idx[exc.index]])
-                raise _bad(self.path, row, _GPU_COL[self.format], str(exc)) from None
-            for k, i in enumerate(idx.tolist()):
-                fields_ = tuple(
-                    f
-                    for f, v in (
-                        ("model", models_out[i]),
-                        ("batch_size", batch_out[i]),
-                        ("seq_len", seq_out[i]),
-                    )
-                    if v is None
-                )
-                models_out[i], batch_out[i], seq_out[i] = am[k], int(ab[k]), int(as_[k])
-                assigned[i] = fields_
-        groups = self.group if self.group is not None else (None,) * n
-        submit = self.submit.tolist()
-        gpus = self.gpus.tolist()
-        duration = self.duration.tolist()
-        names = self.names.tolist()
-        jobs = tuple(
-            JobSpec(
-                job_id=i,
-                submit_time=submit[i],
-                model=models_out[i],
-                batch_size=int(batch_out[i]),  # type: ignore[arg-type]
-                seq_len=int(seq_out[i]),
-                iterations=None,
-                requested_gpus=gpus[i],
-                group=groups[i],
-                recorded_duration=duration[i],
-                name=str(names[i]),
-                assigned=assigned[i],
-            )
-            for i in range(n)
-        )
-        label = name or f"{Path(self.path).stem}"
-        return Workload(label, jobs, source=f"{self.format}:{self.path} (model assignment seed {seed})")
-
+    def gpu_count_error(self, job: int | None, message: str) -> TraceFormatError:
+        """The error for a recorded GPU count of job ``job`` (a position in this table, or None): it names the
+        file, the job's 1-based data row (when known) and the GPU-count column."""
+        row = None if job is None or self.rows is None else int(self.rows[job])
+        return _bad(self.path, row, _GPU_COL[self.format], message)
 
 def _file_key(path: str | os.PathLike) -> tuple[str, int, int]:
     p = Path(path)
@@ -202,8 +127,13 @@ def _file_key(path: str | os.PathLike) -> tuple[str, int, int]:
 
 
 @lru_cache(maxsize=16)
-def _read_trace_cached(path: str, mtime_ns: int, size: int, format: str) -> _TraceTable:
+def _read_trace_cached(path: str, mtime_ns: int, size: int, format: str) -> TraceTable:
     return read_trace(path, format=format)
+
+
+def read_trace_cached(path: str | os.PathLike, *, format: str = "canonical") -> TraceTable:
+    """:func:`read_trace`, cached on the file's path, modification time and size (tables are immutable)."""
+    return _read_trace_cached(*_file_key(path), format)
 
 
 def _bad(path: str, row: int | None, column: str | None, what: str) -> TraceFormatError:
@@ -281,7 +211,7 @@ def _optional(df, col: str, path: str, kind: str) -> tuple | None:
     return tuple(out)
 
 
-def read_trace(path: str | os.PathLike, *, format: str = "canonical") -> _TraceTable:
+def read_trace(path: str | os.PathLike, *, format: str = "canonical") -> TraceTable:
     """Read and validate a whole trace file (no window, no assignment). See :meth:`Workload.from_csv`."""
     import pandas as pd
 
@@ -350,7 +280,7 @@ def read_trace(path: str | os.PathLike, *, format: str = "canonical") -> _TraceT
         order = np.argsort(secs, kind="stable")
         cl = df["cluster"].str.strip().tolist() if "cluster" in df.columns else ["philly"] * len(df)
         names = np.array([f"{c}-{r + 1}" for r, c in enumerate(cl)], dtype=object)
-        return _TraceTable(
+        return TraceTable(
             path, format, names[order], secs[order], gpus[order], duration[order], rows=rows[order]
         )
     submit = _numeric(df, tcol, path)
@@ -374,8 +304,8 @@ def read_trace(path: str | os.PathLike, *, format: str = "canonical") -> _TraceT
         raise _bad(path, r + 1, "job_id", f"duplicate job id {ids.iloc[r]!r} (first at row {first + 1})")
     names = ids.to_numpy(dtype=object)
     if format == "itp":
-        return _TraceTable(path, format, names, submit, gpus, duration, rows=rows)
-    return _TraceTable(
+        return TraceTable(path, format, names, submit, gpus, duration, rows=rows)
+    return TraceTable(
         path,
         format,
         names,
