@@ -229,7 +229,8 @@ class AsrptPolicy(ScriptedPolicy):
         self.ranker = PlanRanker(view)
         self.forest = IterationForest(self.unseen, seed=self.seed) if self.predictor == "forest" else None
         if self.forest is not None and self.history is not None:
-            iters = self.history.work_iterations(view.cluster, utilisation=view.config.utilisation)
+            cfg = view.config
+            iters = self.history.work_iterations(view.cluster, utilisation=cfg.utilisation, efficiency=cfg.efficiency)
             for job, it in zip(self.history.jobs, iters.tolist()):
                 self.forest.observe(job, it)
         self.vt = float(view.submit[0])  # virtual clock

@@ -371,16 +371,27 @@ class InvariantChecker:
         """The episode metrics agree with the per-job records and with what was played."""
         sim, env = self.sim, self.env
         self.check_metrics(metrics, terminated)
-        if terminated:  # the return is minus the total time jobs spent in the system
-            st, recs = sim.status, sim.records
-            done = np.flatnonzero(st == DONE)
-            in_system = float(sum(recs[j].finish_time - recs[j].submit_time for j in done))
-            total = -self._jct_sum * env.reward_scale
-            late_rejects = any(recs[j].oom_failures > 0 for j in np.flatnonzero(st == REJECTED))
-            if late_rejects:  # jobs rejected after OOM failures spent some (unrecorded) time in the system
-                _require(total >= in_system * (1 - 1e-6) - 1e-6, "return is above minus the total JCT")
-            else:
-                _require(_close(total, in_system), f"-return x scale {total} != total JCT {in_system}")
+        # the return is minus the total time jobs spent in the system (up to the cut, when truncated)
+        st, recs = sim.status, sim.records
+        done = np.flatnonzero(st == DONE)
+        in_system = float(sum(recs[j].finish_time - recs[j].submit_time for j in done))
+        if not terminated:  # a budget cut it: the metrics count the unfinished jobs' time so far
+            inside = np.flatnonzero((st == QUEUED) | (st == RUNNING))
+            in_system += float(sum(sim.now - recs[j].submit_time for j in inside))
+            counted = len(done) + len(inside)
+            _require(metrics.get("truncated") == 1.0, "a truncated episode's metrics do not say truncated")
+            _require(metrics["unfinished"] == len(inside), "metrics unfinished != queued and running jobs")
+            _require(metrics["not_arrived"] == int((st == FUTURE).sum()), "metrics not_arrived != future jobs")
+            _require(
+                _close(metrics["avg_time_in_system_h"] * 3600, in_system / counted if counted else math.nan),
+                f"avg_time_in_system_h {metrics['avg_time_in_system_h']} != the records' mean time in the system",
+            )
+        total = -self._jct_sum * env.reward_scale
+        late_rejects = any(recs[j].oom_failures > 0 for j in np.flatnonzero(st == REJECTED))
+        if late_rejects:  # jobs rejected after OOM failures spent some (unrecorded) time in the system
+            _require(total >= in_system * (1 - 1e-6) - 1e-6, "return is above minus the total JCT")
+        else:
+            _require(_close(total, in_system), f"-return x scale {total} != total JCT {in_system}")
 
     def check_metrics(self, metrics: dict, terminated: bool) -> None:
         """The simulator's metrics agree with its per-job records (and, if over, every job is settled)."""

@@ -22,7 +22,8 @@ from frenzy_env.errors import ConfigError, check_keys
 from frenzy_env.observation import GLOBAL_FEATURES, QUEUE_FEATURES, RUNNING_FEATURES
 from frenzy_env.observation.encoder import ObservationEncoder
 from frenzy_env.policy import SimView
-from frenzy_env.simulator import QUEUED, RUNNING, ClusterSimulator, SimConfig
+from frenzy_env.simulator import DONE, FUTURE, QUEUED, RUNNING, ClusterSimulator, SimConfig
+from frenzy_env.versions import ENV_VERSION
 from frenzy_env.workload import Workload, make_generator
 
 _SIM_KEYS = tuple(SimConfig.__dataclass_fields__)
@@ -84,22 +85,36 @@ class FrenzyEnv(gym.Env):
     generator with that seed (synthetic jobs, or the model assignment of trace jobs).
 
     ## Episode End
-    ``terminated`` when every job has finished or been rejected; ``truncated`` after ``max_steps`` steps
-    (if set). The final ``info["metrics"]`` holds the episode metrics. The final observation's mask (and
-    ``info["action_mask"]``, ``action_masks()``) allows "wait", so it is never empty and masked sampling
-    (``rng.choice(np.flatnonzero(mask))``, vector envs) works on it; stepping after the end still raises
-    until ``reset()``. (A workload whose jobs are all rejected at once starts terminated: "wait" ends it.)
+    ``terminated`` when every job has finished or been rejected; ``truncated`` (with ``terminated`` False)
+    after ``max_steps`` steps, or at the first step that ends ``max_sim_hours`` or more of simulated time after
+    ``reset`` (each if set; a step is never cut short, so the clock may pass the budget by that step's length).
+    The final ``info["metrics"]`` holds the episode metrics (:meth:`episode_metrics`). Those of a truncated
+    episode also say so and count what is unfinished: ``truncated`` (1), ``unfinished`` (jobs queued or running
+    at the cut), ``not_arrived`` (jobs not yet submitted), ``avg_time_in_system_h`` (the mean, over the jobs
+    that arrived and were not rejected, of the JCT of a finished job and the time since submission of an
+    unfinished one: a lower bound on their average JCT) and ``truncated_at_h`` (the cut, in hours after the
+    first submission); ``avg_jct_h`` and ``p95_jct_h`` stay over the finished jobs. As the reward charges every
+    job in the system for every second, a truncated episode returns minus the total time in the system up to
+    the cut (``avg_time_in_system_h`` times those jobs, in ``reward_scale`` units; penalties apart). The final
+    observation's mask (and ``info["action_mask"]``, ``action_masks()``) allows "wait", so it is never empty
+    and masked sampling (``rng.choice(np.flatnonzero(mask))``, vector envs) works on it; stepping after the end
+    still raises until ``reset()``. (A workload whose jobs are all rejected at once starts terminated: "wait" ends it.)
 
     ## Arguments
     ``cluster`` (ClusterSpec or preset name), ``workload`` (Workload, generator with ``generate(seed)``, or
     preset name), ``predictor`` ("frenzy" | "extended" | "oracle"), ``queue_slots`` (64; ``"all"``: as many
     as the first workload's jobs, every job within reach), ``running_slots`` (64, or ``"all"``),
     ``wait_options`` ((60, 600, 3600) seconds; ``()`` for none), ``reward_scale`` (3600.0),
-    ``invalid_action_penalty`` (0.1), ``max_steps`` (None), ``render_mode`` ("ansi" | "rgb_array"),
+    ``invalid_action_penalty`` (0.1), ``max_steps`` (None: no step budget), ``max_sim_hours`` (None: no
+    simulated-time budget; a positive number of hours), ``render_mode`` ("ansi" | "rgb_array"),
     ``preemption`` (False: no preempt actions, the spaces and dynamics of v4 exactly), and any
     :class:`SimConfig` field (``startup_time``, ``restart_overhead``, ``checkpoint_bandwidth``,
     ``load_bandwidth``, ``oom_delay``, ``max_plan_gpus``,
-    ``placement``, ``work_info``, ``work_noise``, ``utilisation``). Unknown keywords raise
+    ``placement``, ``work_info``, ``work_noise``, ``utilisation``; ``memory_truth`` ("estimate", v4's truth, or
+    the opt-in "residual": the estimate times a per-job factor drawn from measured residuals) and
+    ``memory_margin`` (fraction of GPU memory the masks keep free, default 0); ``efficiency`` ("flat", v4's
+    speed, or the opt-in "microbatch": per-GPU efficiency rising with the micro-batch, accumulation not free,
+    :mod:`frenzy_env.efficiency`)). Unknown keywords raise
     :class:`ConfigError`. Window sizes: on the shipped ITP week under Frenzy more than 64 jobs wait at 2% of
     decisions and more than 64 run at none (at 32 and 16 slots: 8.5% and 76%).
 
@@ -126,7 +141,8 @@ class FrenzyEnv(gym.Env):
       counts what the simulator will charge: the start-up it is still paying on its current plan, and on any
       other plan the restart a resize there costs (``restart_seconds``); the ``running_work`` global counts
       the pending start-up too. Scripted policies, which read the simulator, behave exactly as in v3.
-      The ``preemption`` keyword (off by default, so v4 is unchanged) adds the preempt actions.
+      The ``preemption`` keyword (off by default, so v4 is unchanged) adds the preempt actions; the
+      ``max_sim_hours`` keyword (None by default) a simulated-time budget.
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -144,6 +160,7 @@ class FrenzyEnv(gym.Env):
         max_steps: int | None = None,
         render_mode: str | None = None,
         preemption: bool = False,
+        max_sim_hours: float | None = None,
         **sim_options: Any,
     ) -> None:
         check_keys("FrenzyEnv", sim_options, _SIM_KEYS)
@@ -157,6 +174,11 @@ class FrenzyEnv(gym.Env):
             raise ConfigError(f"reward_scale must be > 0, got {reward_scale!r}")
         if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 1):
             raise ConfigError(f"max_steps must be a positive integer or None, got {max_steps!r}")
+        if max_sim_hours is not None and (
+            isinstance(max_sim_hours, (bool, np.bool_)) or not isinstance(max_sim_hours, (int, float, np.number))
+            or not (math.isfinite(max_sim_hours) and max_sim_hours > 0)
+        ):
+            raise ConfigError(f"max_sim_hours must be a positive finite number of hours or None, got {max_sim_hours!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
         self.cluster = ClusterSpec.preset(cluster) if isinstance(cluster, str) else cluster
@@ -175,6 +197,7 @@ class FrenzyEnv(gym.Env):
             raise ConfigError(f"invalid_action_penalty must be a finite number, got {invalid_action_penalty!r}")
         self.invalid_action_penalty = float(invalid_action_penalty)
         self.max_steps = max_steps
+        self.max_sim_hours = None if max_sim_hours is None else float(max_sim_hours)
         self.render_mode = render_mode
 
         # A simulator for the first workload fixes the plan slots, hence the spaces.
@@ -221,6 +244,7 @@ class FrenzyEnv(gym.Env):
         self._invalid = 0
         self._legal_moves = 0  # legal starts and resizes now (set with the mask)
         self._needs_reset = True
+        self._t_reset = 0.0  # the simulated clock at reset (max_sim_hours counts from it)
 
     # views of the encoder's mask buffer: copies and pickles would make them separate arrays
     _VIEWS = ("_mask", "_mask_rows", "_mask_preempt")
@@ -237,6 +261,7 @@ class FrenzyEnv(gym.Env):
         return {k: v for k, v in self.__dict__.items() if k not in self._VIEWS}
 
     def __setstate__(self, state: dict) -> None:
+        self.__dict__.update({"max_sim_hours": None, "_t_reset": 0.0})  # envs pickled before the time budget
         self.__dict__.update(state)
         self._bind_views()
 
@@ -262,6 +287,7 @@ class FrenzyEnv(gym.Env):
         self._invalid = 0
         self._needs_reset = False
         reward = self._settle()
+        self._t_reset = self.sim.now
         info = self._info({"jct": reward, "invalid": 0.0})
         return self._observe(), info
 
@@ -300,12 +326,15 @@ class FrenzyEnv(gym.Env):
             jct_reward += self._settle()
         self._steps += 1
         terminated = sim.done
-        truncated = bool(self.max_steps is not None and self._steps >= self.max_steps and not terminated)
+        truncated = not terminated and (
+            (self.max_steps is not None and self._steps >= self.max_steps)
+            or (self.max_sim_hours is not None and sim.now - self._t_reset >= self.max_sim_hours * 3600.0)
+        )
         if truncated:
             self._mask[0] = True  # as at termination: the final mask always allows "wait"
         info = self._info({"jct": jct_reward, "invalid": invalid})
         if terminated or truncated:
-            info["metrics"] = self.episode_metrics()
+            info["metrics"] = self.episode_metrics(truncated=truncated)
             self._needs_reset = True
         return self._observe(), float(jct_reward + invalid), terminated, truncated, info
 
@@ -324,11 +353,38 @@ class FrenzyEnv(gym.Env):
         return rendering.render_rgb(self)
 
     # ------------------------------------------------------------------ helpers for policies
-    def episode_metrics(self) -> dict[str, float]:
+    def episode_metrics(self, truncated: bool = False) -> dict[str, float]:
+        """The episode's metrics so far: the simulator's (:meth:`ClusterSimulator.metrics`), ``invalid_actions``
+        and ``steps``. With ``truncated`` (the env sets it when a budget cuts the episode; a caller that stops
+        playing before the end, a wall-clock limit say, passes it too) they also count what is unfinished:
+        ``truncated`` 1.0, ``unfinished`` (jobs queued or running now), ``not_arrived`` (jobs not yet
+        submitted), ``avg_time_in_system_h`` (mean over the jobs that arrived and were not rejected of their
+        JCT if finished, else their time since submission: a lower bound on their average JCT; nan when none
+        arrived) and ``truncated_at_h`` (now, in hours after the first submission). ``avg_jct_h`` and
+        ``p95_jct_h`` are over finished jobs either way."""
         m = self.sim.metrics()
         m["invalid_actions"] = float(self._invalid)
         m["steps"] = float(self._steps)
+        if truncated:
+            m.update(self._unfinished_metrics())
         return m
+
+    def _unfinished_metrics(self) -> dict[str, float]:
+        """The metrics of a cut episode (:meth:`episode_metrics` with ``truncated``)."""
+        sim = self.sim
+        status, submit = sim.status, np.asarray(sim.submit, dtype=np.float64)
+        inside = (status == QUEUED) | (status == RUNNING)
+        done = np.flatnonzero(status == DONE)
+        finish = np.array([sim.records[j].finish_time for j in done], dtype=np.float64)
+        seconds = float((finish - submit[done]).sum() + (sim.now - submit[inside]).sum())
+        counted = int(done.size + inside.sum())
+        return {
+            "truncated": 1.0,
+            "unfinished": float(inside.sum()),
+            "not_arrived": float(np.count_nonzero(status == FUTURE)),
+            "avg_time_in_system_h": seconds / counted / 3600.0 if counted else math.nan,
+            "truncated_at_h": (sim.now - float(submit[0])) / 3600.0,
+        }
 
     @property
     def visible_queue(self) -> np.ndarray:
@@ -513,7 +569,8 @@ class EnvPreset:
     kwargs: dict = field(default_factory=dict)
 
 
-ENV_VERSION = "v4"  # the suffix of every registered id; bumped whenever dynamics or spaces change
+# ENV_VERSION (frenzy_env.versions): the suffix of every registered id and the prefix of the benchmark
+# suites' names; bumped whenever dynamics or spaces change
 
 ENV_PRESETS: tuple[EnvPreset, ...] = (
     EnvPreset(f"frenzy/HeteroCluster-{ENV_VERSION}", "frenzy-testbed", "itp-default"),

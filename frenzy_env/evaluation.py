@@ -144,11 +144,13 @@ def play(
 
 def episode_offered_load(sim: Any) -> float:
     """The offered load (:func:`frenzy_env.workload.offered_load`) of a simulator's workload on its cluster, at its
-    utilisation and largest plan."""
+    utilisation, efficiency and largest plan."""
     from frenzy_env.workload import offered_load
 
     cfg = sim.config
-    return offered_load(sim.workload, sim.cluster, utilisation=cfg.utilisation, max_gpus=cfg.max_plan_gpus)
+    return offered_load(
+        sim.workload, sim.cluster, utilisation=cfg.utilisation, max_gpus=cfg.max_plan_gpus, efficiency=cfg.efficiency
+    )
 
 
 def run_episode(

@@ -60,17 +60,20 @@ def plan_layouts(
     max_tp: int,
     max_pp: int | None = None,
     accumulate: bool = True,
+    pipeline_micro_batches: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(n,) int64 ``dp``, ``tp``, ``pp`` and micro-batch of every candidate plan layout of each count.
 
-    The (dp, tp) rule of :func:`layouts` with ``pp`` pipeline stages (:func:`pipeline_depths`, at most
-    ``max_pp``, default the count): ``dp * tp * pp == count``. Micro-batches (gradient accumulation: the
-    per-replica batch ``ceil(batch / dp)`` = micro-batch x steps): every size of :func:`micro_batches` when
-    ``pp == 1``; micro-batch 1 when ``pp > 1`` -- for a fixed (dp, tp, pp) more micro-batches only shrink the
-    1F1B bubble (:mod:`frenzy_env.throughput`) and the first stage's in-flight activations
-    (:mod:`frenzy_env.memory`), so the smallest micro-batch is both the fastest and the most frugal there.
-    ``max_pp=1, accumulate=False`` give the (dp, tp) layouts of :func:`layouts` with the whole per-replica
-    batch as the micro-batch. Order: by count (as given), then ``pp``, then ``tp``, then micro-batch descending.
+    The (dp, tp) rule of :func:`layouts` with ``pp`` pipeline stages (:func:`pipeline_depths`, at most ``max_pp``,
+    default the count): ``dp * tp * pp == count``. Micro-batches (gradient accumulation: the per-replica batch
+    ``ceil(batch / dp)`` = micro-batch x steps): every size of :func:`micro_batches` when ``pp == 1``; micro-batch 1
+    when ``pp > 1`` -- for a fixed (dp, tp, pp) more micro-batches only shrink the 1F1B bubble
+    (:mod:`frenzy_env.throughput`) and the first stage's in-flight activations (:mod:`frenzy_env.memory`), so the
+    smallest micro-batch is both the fastest and the most frugal there. ``pipeline_micro_batches=True`` (what
+    ``efficiency="microbatch"`` uses, :mod:`frenzy_env.efficiency`, where a larger micro-batch computes more efficiently
+    and the bubble trades against it) gives pipelines every size of :func:`micro_batches` too. ``max_pp=1,
+    accumulate=False`` give the (dp, tp) layouts of :func:`layouts` with the whole per-replica batch as the micro-batch.
+    Order: by count (as given), then ``pp``, then ``tp``, then micro-batch descending.
     """
     tps = powers_of_two(max_tp)
     out = []
@@ -85,7 +88,8 @@ def plan_layouts(
                 if d > batch:
                     continue
                 rep = -(-batch // d)
-                for m in (micro_batches(rep) if accumulate else [rep]) if p == 1 else (1,):
+                pipe = micro_batches(rep) if pipeline_micro_batches else (1,)
+                for m in (micro_batches(rep) if accumulate else [rep]) if p == 1 else pipe:
                     out.append((d, t, p, m))
     if not out:
         e = np.zeros(0, dtype=np.int64)

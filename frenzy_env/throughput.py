@@ -44,6 +44,11 @@ replicas of ``tp`` tensor-parallel GPUs each, ``n = dp * tp`` GPUs of one type):
   With ``pp = 1`` the bubble and ``t_p2p`` are zero.
 - ``t_overhead`` (:data:`DEFAULT_OVERHEAD_S`): fixed per-iteration cost independent of the plan (optimizer
   step launch, data loading, host synchronisation), paid even on one GPU.
+- ``efficiency`` (keyword; opt-in world option, :mod:`frenzy_env.efficiency`): ``"flat"`` (the default, all of
+  the above) or ``"microbatch"``: ``t_compute`` at the efficiency of the micro-batch's tokens,
+  ``utilisation x g(mb s) / g(16384)`` with ``g(T) = T / (T + 455)`` (fitted to published micro-batch sweeps),
+  plus ``(m - 1) x microstep_overhead_s`` (2 ms, an assumption) for the ``m`` micro-steps of an iteration, so
+  gradient accumulation over small micro-batches costs time; ``t_dp`` still runs once per iteration.
 
 Calibration (``research/scripts/compare_throughput.py --fit``): the constants were fitted by
 :func:`scipy.optimize.least_squares` on log speeds of the measured ElasticFlow A100 curves (pkusys/ElasticFlow
@@ -84,6 +89,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from frenzy_env.cluster import GPUType, get_gpu_type
+from frenzy_env.efficiency import MICROSTEP_OVERHEAD_S, check_efficiency, microbatch_efficiency
 from frenzy_env.models import ModelSpec, get_model
 
 DEFAULT_UTILISATION = 0.4
@@ -203,6 +209,8 @@ def iteration_time_array(
     hop_latency_s: float = DEFAULT_HOP_LATENCY_S,
     pp: np.ndarray | int = 1,
     micro_batch: np.ndarray | int | None = None,
+    efficiency: str = "flat",
+    microstep_overhead_s: float = MICROSTEP_OVERHEAD_S,
 ) -> np.ndarray:
     """Seconds per iteration for many plans at once.
 
@@ -223,6 +231,11 @@ def iteration_time_array(
         (:data:`DEFAULT_HOP_LATENCY_S`).
     pp: (P,) or scalar pipeline stages (1F1B; ``n = dp * tp * pp`` GPUs).
     micro_batch: (P,) or scalar micro-batch (gradient accumulation); ``None``: the whole per-replica batch.
+    efficiency: ``"flat"`` (compute at ``utilisation`` whatever the micro-batch; accumulation costs nothing)
+        or ``"microbatch"`` (compute at :func:`frenzy_env.efficiency.microbatch_efficiency` of the micro-batch's
+        tokens, each micro-step after the first ``microstep_overhead_s`` more); see :mod:`frenzy_env.efficiency`.
+    microstep_overhead_s: seconds per extra micro-step under ``"microbatch"``
+        (:data:`frenzy_env.efficiency.MICROSTEP_OVERHEAD_S`).
 
     Returns
     -------
@@ -232,6 +245,9 @@ def iteration_time_array(
     model = get_model(model)
     g = get_gpu_type(gpu)
     _check_common(batch_size, seq_len, utilisation, overhead_s, comm_efficiency, hop_latency_s)
+    check_efficiency(efficiency)
+    if not (math.isfinite(microstep_overhead_s) and microstep_overhead_s >= 0.0):
+        raise ValueError(f"microstep_overhead_s must be a finite non-negative number, got {microstep_overhead_s}")
     mb_in = np.inf if micro_batch is None else micro_batch
     dp_a, tp_a, span, pp_a, mb_a = np.broadcast_arrays(
         np.asarray(dp, dtype=np.float64),
@@ -247,12 +263,20 @@ def iteration_time_array(
     n = dp_s * tp_s * pp_s
 
     flops = float(model.flops_per_token(seq_len)) * batch_size * seq_len
-    t_compute = flops / (n * g.peak_tflops * 1e12 * utilisation)
-
     act_bytes = (batch_size / dp_s) * seq_len * model.hidden * BYTES_PER_VALUE
     t_tp = tp_allreduce_time_array(act_bytes, tp_s, g, layers=model.layers / pp_s, comm_efficiency=comm_efficiency)
+    if efficiency == "flat":
+        t_compute = flops / (n * g.peak_tflops * 1e12 * utilisation)
+        t_work = t_compute + t_tp
+    else:  # "microbatch": compute at the micro-batch's efficiency, a fixed cost per extra micro-step
+        b_rep = np.ceil(batch_size / dp_s)
+        mb_s = np.minimum(np.where(bad, 1.0, mb_a), b_rep)  # the micro-batch (whole replica batch if None)
+        steps = np.ceil(b_rep / mb_s)  # micro-steps per iteration
+        u = microbatch_efficiency(mb_s * seq_len, utilisation)
+        t_compute = flops / (n * g.peak_tflops * 1e12 * u)
+        t_work = t_compute + t_tp + (steps - 1.0) * microstep_overhead_s
     t_stage = _pipeline_stage_time(
-        g, batch_size, seq_len, model.hidden, dp_s, tp_s, pp_s, mb_a, span, t_compute + t_tp, comm_efficiency
+        g, batch_size, seq_len, model.hidden, dp_s, tp_s, pp_s, mb_a, span, t_work, comm_efficiency
     )
     # the gradient shard of one GPU; the tp x pp rings of the replicas run at once and share the nodes' NICs
     grad_bytes = float(model.num_params) / (tp_s * pp_s) * BYTES_PER_VALUE
@@ -284,7 +308,7 @@ def _pipeline_stage_time(g, batch_size, seq_len, hidden, dp, tp, pp, mb, span, t
     pipeline takes ``m + pp - 1`` micro-batch slots, so the time is ``(t_work + m t_p2p) / (1 -
     bubble_fraction(pp, m))`` (Narayanan et al. 2021, Sec. 2.2.1). With ``pp = 1`` this is ``t_work``:
     gradient accumulation alone costs no time here (same compute; the data-parallel all-reduce runs once per
-    iteration).
+    iteration) unless ``t_work`` already holds it (``efficiency="microbatch"``).
     """
     b_rep = np.ceil(batch_size / dp)
     mb = np.minimum(mb, b_rep)
@@ -311,8 +335,11 @@ def iteration_time(
     hop_latency_s: float = DEFAULT_HOP_LATENCY_S,
     pp: int = 1,
     micro_batch: int | None = None,
+    efficiency: str = "flat",
+    microstep_overhead_s: float = MICROSTEP_OVERHEAD_S,
 ) -> float:
-    """Seconds per iteration of one plan; see the module docstring for the formula.
+    """Seconds per iteration of one plan; see the module docstring for the formula (``efficiency``: as in
+    :func:`iteration_time_array`).
 
     Raises ``ValueError`` for ``dp``/``tp`` below 1 or ``dp > batch_size`` (fewer than one sequence per
     replica).
@@ -343,6 +370,8 @@ def iteration_time(
         hop_latency_s=hop_latency_s,
         pp=np.array([pp]),
         micro_batch=None if micro_batch is None else np.array([micro_batch]),
+        efficiency=efficiency,
+        microstep_overhead_s=microstep_overhead_s,
     )
     return float(out[0])
 
@@ -417,10 +446,13 @@ def speed_model_from_throughput(
     overhead_s: float = DEFAULT_OVERHEAD_S,
     comm_efficiency: float = DEFAULT_COMM_EFFICIENCY,
     hop_latency_s: float = DEFAULT_HOP_LATENCY_S,
+    efficiency: str = "flat",
 ) -> SpeedModel:
     """Fit :class:`SpeedModel` to the analytic model's pure data-parallel speeds at w = 1..max_workers.
 
     Workers are packed ``gpus_per_node`` to a node (consolidated); ``w`` above ``batch_size`` is skipped.
+    ``efficiency``: as in :func:`iteration_time_array` (no accumulation: each worker's whole share is its
+    micro-batch).
     """
     model = get_model(model)
     w = np.arange(1, min(max_workers, batch_size) + 1)  # (W,)
@@ -437,5 +469,6 @@ def speed_model_from_throughput(
         overhead_s=overhead_s,
         comm_efficiency=comm_efficiency,
         hop_latency_s=hop_latency_s,
+        efficiency=efficiency,
     )
     return fit_speed_model(w, 1.0 / t, m=batch_size, n=model.num_params)

@@ -4,7 +4,8 @@
 one real trace to cut windows from, :class:`TrainConfig` everything :func:`agents.ppo.train` needs (saved
 as JSON beside the model). The seed ranges keep synthetic training (0-499), validation (500-999) and test
 (>= 1000) workloads apart; :data:`TRAIN_TRACES`, :data:`VALIDATION_TRACES` and :data:`TEST_TRACES` do the
-same for the ITP clusters (docs/evaluation.md, "Splits").
+same for the ITP clusters (docs/evaluation.md, "Splits"). Both come from :data:`frenzy_env.workload.suites.SPLITS`,
+the one definition of the split, which the benchmark suites share.
 """
 
 from __future__ import annotations
@@ -16,15 +17,18 @@ from typing import Any
 import numpy as np
 
 from frenzy_env.errors import ConfigError
+from frenzy_env.workload.suites import SPLITS
+from frenzy_env.workload.suites import TEST_SEED_START as TEST_SEED_START
+from frenzy_env.workload.suites import TRAIN_SEEDS as TRAIN_SEEDS
+from frenzy_env.workload.suites import VALIDATION_SEEDS as VALIDATION_SEEDS
 
 #: names of :class:`~baselines.sia.SiaTeacher` (``ppo.bc_teacher``, ``ppo.guide``) and the
 #: :class:`~baselines.sia.SiaPolicy` objective each re-solves
 SIA_TEACHERS = {"sia": "goodput", "sia_srpt": "completion"}
 
-# Seed ranges that keep training, validation and test workloads apart.
-TRAIN_SEEDS = (0, 500)  # training workloads draw their seeds in [0, 500)
-VALIDATION_SEEDS = (500, 1000)  # the evaluation callback uses seeds 500, 501, ...
-TEST_SEED_START = 1000  # held-out evaluation: seeds >= 1000
+# The seed ranges that keep training, validation and test workloads apart (TRAIN_SEEDS [0, 500), VALIDATION_SEEDS
+# [500, 1000), TEST_SEED_START 1000) and the ITP clusters of each split are defined once, with the benchmark
+# suites, in frenzy_env.workload.suites (SPLITS), and imported above.
 
 
 @dataclass(frozen=True)
@@ -194,13 +198,24 @@ class TraceWindows:
 
 
 
-#: The split of the ITP traces (file in ``traces/itp`` of the shared data, load_scale): load-matched so each
+#: load_scale of each ITP cluster's training windows (divides inter-arrival times): load-matched so each
 #: offers ~85-100 busy GPUs on average to the 96-GPU testbed (offered GPU-seconds per second of the whole
-#: file: cluster01 28, 02 86, 03 140, 04 495, 06 87, 07 257, 08 66, 09 31). Training, validation and test
-#: use disjoint clusters: a cluster's jobs never appear in two splits.
-TRAIN_TRACES = (("cluster03.csv", 0.7), ("cluster06.csv", 1.0), ("cluster08.csv", 1.3))
-VALIDATION_TRACES = (("cluster04.csv", 0.18), ("cluster07.csv", 0.35))
-TEST_TRACES = (("cluster01.csv", 3.2), ("cluster09.csv", 2.9), ("cluster02.csv", 1.0))
+#: file: cluster01 28, 02 86, 03 140, 04 495, 06 87, 07 257, 08 66, 09 31).
+ITP_LOAD_SCALES = {"cluster01": 3.2, "cluster02": 1.0, "cluster03": 0.7, "cluster04": 0.18, "cluster06": 1.0,
+                   "cluster07": 0.35, "cluster08": 1.3, "cluster09": 2.9}
+
+
+def _split_traces(split: str) -> tuple[tuple[str, float], ...]:
+    """(file in ``traces/itp`` of the shared data, load_scale) of each ITP cluster of ``split``."""
+    clusters = [name.removeprefix("itp-") for name in SPLITS[split].traces]
+    return tuple((f"{c}.csv", ITP_LOAD_SCALES[c]) for c in clusters)
+
+
+#: The split of the ITP traces (frenzy_env.workload.suites.SPLITS): training, validation and test use disjoint
+#: clusters, so a cluster's jobs never appear in two splits.
+TRAIN_TRACES = _split_traces("train")  # cluster03 (0.7), cluster06 (1.0), cluster08 (1.3)
+VALIDATION_TRACES = _split_traces("validation")  # cluster04 (0.18), cluster07 (0.35)
+TEST_TRACES = _split_traces("test")  # cluster01 (3.2), cluster09 (2.9), cluster02 (1.0)
 
 
 @dataclass(frozen=True)
@@ -223,6 +238,18 @@ class TrainConfig:
     reference's. Test (never used in training or validation; recorded
     here for ``research/scripts/evaluate_ppo.py``): ``test_windows`` fixed windows of each of ``test_traces`` and
     ``test_seeds`` synthetic seeds from 1000.
+
+    Budgets (every training and validation episode ends, whatever the policy does: docs/environment.md, "Reward
+    and episode end"): max_steps_per_job (200; None: none): a training episode is truncated after this many
+    steps per job of its workload (the env's ``max_steps``, set at each reset; scripted baselines take 3-4
+    steps per job, masked-random play 100-800); max_sim_hours (None): the env's simulated-time budget of
+    training episodes. A cut training episode settles nothing against the reference and is bootstrapped with
+    the critic's value (:mod:`agents.ppo.rollout`). validation_max_steps_per_job (200) and
+    validation_max_sim_hours (None): the same for validation episodes; validation_time_budget_s (900; None:
+    none): wall seconds of one validation pass, after which its unfinished episodes are cut. A cut validation
+    episode scores its ``avg_time_in_system_h`` (a lower bound on its average JCT) and is counted in the
+    learning curve's ``val_truncated``; a pass with any cut episode never replaces an uncut ``best_model.zip``.
+    (``frenzy evaluate`` plays without budgets.)
 
     max_minutes: a wall-clock limit (None: none): training ends after the first update past it, with a final
     validation and checkpoint, as at ``timesteps`` (the learning rate schedule still runs to ``timesteps``);
@@ -252,6 +279,11 @@ class TrainConfig:
     validation_traces: tuple[TraceWindows, ...] = ()
     validation_windows: int = 4
     validation_samples: int = 2
+    max_steps_per_job: float | None = 200.0
+    max_sim_hours: float | None = None
+    validation_max_steps_per_job: float | None = 200.0
+    validation_max_sim_hours: float | None = None
+    validation_time_budget_s: float | None = 900.0
     test_traces: tuple[TraceWindows, ...] = ()
     test_windows: int = 6
     test_seeds: int = 10
@@ -280,6 +312,12 @@ class TrainConfig:
                 raise ConfigError(f"{name} must be an integer >= 0, got {v!r}")
         if self.max_minutes is not None and not (isinstance(self.max_minutes, (int, float)) and self.max_minutes > 0):
             raise ConfigError(f"max_minutes must be a positive number or None, got {self.max_minutes!r}")
+        for name in ("max_steps_per_job", "max_sim_hours", "validation_max_steps_per_job", "validation_max_sim_hours",
+                     "validation_time_budget_s"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v)
+                                  or v <= 0):
+                raise ConfigError(f"{name} must be a positive number or None, got {v!r}")
         if not (isinstance(self.checkpoint_minutes, (int, float)) and self.checkpoint_minutes > 0):
             raise ConfigError(f"checkpoint_minutes must be a positive number, got {self.checkpoint_minutes!r}")
         if not isinstance(self.init_optimizer, bool):

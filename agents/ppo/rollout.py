@@ -4,11 +4,16 @@
 observations through the policy as one batch (on a few cores this beats subprocess envs, whose pipes cost
 more than a step). Each step stores the observation, mask, action, log-probability, value, shaped reward
 (:class:`~agents.ppo.reference.RewardShaper`) and the step's discount ``exp(-dt / horizon)`` (``dt``: the
-simulated seconds the step lasted; 1 without a horizon). :func:`gae` turns them into advantages.
+simulated seconds the step lasted; 1 without a horizon). :func:`gae` turns them into advantages. An episode cut
+by a budget (``truncated``: the env's ``max_steps`` or ``max_sim_hours``, or :attr:`VecRollout.steps_per_job`)
+is not an end of the task: the reward settles nothing against the reference (both compared over the same span)
+and the step's reward adds its discount times the critic's value of the last observation (bootstrapping, as
+stable-baselines3 does), so a cut does not look like the end of all cost.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -134,13 +139,15 @@ class VecRollout:
     ``collect(policy, n_steps)`` fills and returns a buffer dict: obs (key -> (T, N, ...)), masks (T, N, A),
     actions, logp, values, rewards, discounts, elapsed (simulated seconds of the step), dones (T, N),
     last_values (N,), and with ``guides`` (one :mod:`agents.ppo.guide` planner per env) hints (T, N); finished
-    episodes' metrics go to :attr:`episodes`.
+    episodes' metrics go to :attr:`episodes`. ``steps_per_job`` (None: none) sets each episode's step budget
+    at reset, the env's ``max_steps`` = ``ceil(steps_per_job x the workload's jobs)``.
     """
 
     def __init__(self, envs: list[Any], shaper: Any, seed_rng: np.random.Generator, num_workloads: int,
                  horizon_s: float | None, seed_offset: int = 0, start: bool = True,
-                 guides: list[Any] | None = None) -> None:
+                 guides: list[Any] | None = None, steps_per_job: float | None = None) -> None:
         self.envs, self.shaper, self.rng, self.guides = envs, shaper, seed_rng, guides
+        self.steps_per_job = steps_per_job
         self.num_workloads, self.horizon_s, self.seed_offset = int(num_workloads), horizon_s, int(seed_offset)
         self.episodes: list[dict[str, float]] = []
         self.obs: list[dict[str, np.ndarray]] = [{} for _ in envs]
@@ -153,6 +160,8 @@ class VecRollout:
         seed = self.seed_offset + int(self.rng.integers(self.num_workloads))
         env = self.envs[i]
         obs, info = env.reset(seed=seed)
+        if self.steps_per_job is not None:  # a budget for this episode's workload (the env reads it at each step)
+            env.unwrapped.max_steps = max(1, math.ceil(self.steps_per_job * env.unwrapped.sim.num_jobs))
         if self.guides is not None:
             self.guides[i].reset()
         self.obs[i] = obs
@@ -189,20 +198,30 @@ class VecRollout:
             actions[t] = act
             logps[t] = logp.gather(1, a[:, None]).squeeze(-1).numpy()
             values[t] = v.numpy()
+            cut: list[tuple[int, dict[str, np.ndarray]]] = []  # (env, last observation) of truncated episodes
             for i in range(n):
                 obs, r, term, trunc, info = envs[i].step(int(act[i]))
                 t1 = info["time"]
                 done = term or trunc
                 elapsed[t, i] = t1 - self.time[i]
                 discounts[t, i] = step_discounts(elapsed[t, i], self.horizon_s)
-                rewards[t, i] = self.shaper.reward(i, r, t1, done)
+                rewards[t, i] = self.shaper.reward(i, r, t1, term)
                 dones[t, i] = float(done)
+                if trunc and not term:
+                    cut.append((i, obs))
                 if done:
                     self.episodes.append(dict(info["metrics"]))
                     self._reset(i)
                 else:
                     self.obs[i] = obs
                     self.time[i] = t1
+            if cut:  # bootstrap: the value of the state the budget cut the episode in
+                with th.no_grad():
+                    rows = {k: np.stack([o[k] for _, o in cut]).astype(np.float32) for k in OBS_KEYS}
+                    cut_mask = th.from_numpy(np.stack([o["action_mask"] for _, o in cut]).astype(bool))
+                    _, _, _, cut_v = policy_outputs(policy, obs_tensors(rows), cut_mask)
+                for (i, _), v_cut in zip(cut, cut_v.numpy()):
+                    rewards[t, i] += discounts[t, i] * float(v_cut)
         with th.no_grad():
             last = {k: np.stack([o[k] for o in self.obs]).astype(np.float32) for k in OBS_KEYS}
             mask = np.stack([e.unwrapped.action_masks() for e in envs])

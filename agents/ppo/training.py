@@ -12,14 +12,17 @@ Output folder: ``config.json`` (the configuration, the split, obs/env versions),
 ``bc_model.zip`` (after the warm start), ``teacher_demos.npz`` (the teacher's demonstrations, while
 ``ppo.bc_coef`` pulls towards them),
 ``checkpoint.pt`` (everything needed to resume: network, optimizer, RNGs, envs mid-episode, the seed
-cursor, counters, the validation curve), ``learning_curve.csv`` / ``.png`` (validation average JCT against
-decisions, with the reference's), ``updates.jsonl`` (a line per update) and ``train_log.json``.
+cursor, counters, the validation curve; written with ``model.zip`` *before* each validation, so a validation
+that hangs or is killed loses nothing, and again after it), ``learning_curve.csv`` / ``.png`` (validation
+average JCT against decisions, with the reference's, and ``val_truncated``: validation episodes cut by a
+budget), ``updates.jsonl`` (a line per update) and ``train_log.json``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import pickle
 import time
@@ -59,7 +62,7 @@ from frenzy_env.observation import OBS_VERSION
 CRITIC_ONLY = ("features_extractor.critic_context.", "mlp_extractor.value.", "value_net.")
 #: the teacher's demonstrations in a run's folder while ``ppo.bc_coef`` pulls towards them (for resume)
 DEMOS_FILE = "teacher_demos.npz"
-CURVE_FIELDS = ("decisions", "updates", "wall_s", "val_avg_jct_h", "ref_avg_jct_h", "val_over_ref")
+CURVE_FIELDS = ("decisions", "updates", "wall_s", "val_avg_jct_h", "ref_avg_jct_h", "val_over_ref", "val_truncated")
 
 
 def _container(cfg: TrainConfig, probe: Any) -> Any:
@@ -172,23 +175,34 @@ class Validator:
     ``reference_cache`` (a JSON file, created when missing) keeps the reference's results between runs:
     scripted references are deterministic, and elastic Sia's 16 validation episodes take about 20 minutes.
     Entries are keyed by everything they depend on (:meth:`reference_key`); a changed split recomputes.
+
+    Budgets: the policy's episodes are truncated after ``cfg.validation_max_steps_per_job`` steps per job and at
+    ``cfg.validation_max_sim_hours`` (the env's budgets), and a pass stops after ``cfg.validation_time_budget_s``
+    wall seconds, cutting the episodes still running. A cut episode scores its ``avg_time_in_system_h`` (a lower
+    bound on its average JCT); :attr:`truncated` marks them after each :meth:`run`. The reference plays
+    without budgets.
     """
 
     def __init__(self, cfg: TrainConfig, reference_cache: str | os.PathLike | None = None) -> None:
         self.cfg = cfg
         self.items = validation_workloads(cfg)
         self.reps = max(cfg.validation_samples, 1)
-        self.envs = [make_env(cfg, wl) for _ in range(self.reps) for _, wl, _ in self.items]
+        per_job = cfg.validation_max_steps_per_job
+        self.envs = [
+            make_env(cfg, wl, max_sim_hours=cfg.validation_max_sim_hours,
+                     max_steps=None if per_job is None else max(1, math.ceil(per_job * len(wl.jobs))))
+            for _ in range(self.reps) for _, wl, _ in self.items
+        ]
         self.seeds = [s for _ in range(self.reps) for _, _, s in self.items]
+        self.truncated = np.zeros((self.reps, len(self.items)), dtype=bool)
         ref = self.reference = cfg.ppo.reference or "doubling"
-        n = len(self.items)
         cache = Path(reference_cache) if reference_cache is not None else None
         stored = json.loads(cache.read_text()) if cache is not None and cache.is_file() else {}
         key = self.reference_key()
         if key in stored:
             self.ref_jct = np.array(stored[key], dtype=float)
             return
-        self.ref_jct = np.array([run_reference(e, ref, s).avg_jct_h for e, s in zip(self.envs[:n], self.seeds[:n])])
+        self.ref_jct = np.array([run_reference(make_env(cfg, wl), ref, s).avg_jct_h for _, wl, s in self.items])
         if cache is not None:
             stored[key] = self.ref_jct.tolist()
             _atomic_save(json.dumps(stored, indent=1) + "\n", cache)
@@ -203,8 +217,12 @@ class Validator:
         ])
 
     def run(self, policy: Any) -> np.ndarray:
-        """(reps, n) average JCT in hours of each validation workload (columns) in each repetition (rows)."""
+        """(reps, n) average JCT in hours of each validation workload (columns) in each repetition (rows); a cut
+        episode's ``avg_time_in_system_h`` (:attr:`truncated` says which)."""
         sample = self.cfg.validation_samples > 0
+        budget = self.cfg.validation_time_budget_s
+        deadline = math.inf if budget is None else time.monotonic() + budget
+        cut = np.zeros(len(self.envs), dtype=bool)
         gen = th.Generator().manual_seed(self.cfg.seed + 7919)
         obs = [e.reset(seed=s)[0] for e, s in zip(self.envs, self.seeds)]
         guide = getattr(policy, "guide", None)
@@ -212,6 +230,11 @@ class Validator:
         active = list(range(len(self.envs)))
         jct = np.zeros(len(self.envs))
         while active:
+            if time.monotonic() > deadline:  # the pass's wall-clock budget: cut what still runs
+                for i in active:
+                    jct[i] = self.envs[i].episode_metrics(truncated=True)["avg_time_in_system_h"]
+                    cut[i] = True
+                break
             batch = {k: np.stack([obs[i][k] for i in active]) for k in OBS_KEYS}
             mask_np = np.stack([self.envs[i].action_masks() for i in active])
             mask = th.from_numpy(mask_np)
@@ -230,10 +253,13 @@ class Validator:
             for i, a in zip(active, acts.numpy()):
                 obs[i], _, term, trunc, info = self.envs[i].step(int(a))
                 if term or trunc:
-                    jct[i] = info["metrics"]["avg_jct_h"]
+                    m = info["metrics"]
+                    jct[i] = m["avg_time_in_system_h"] if trunc else m["avg_jct_h"]
+                    cut[i] = bool(trunc)
                 else:
                     still.append(i)
             active = still
+        self.truncated = cut.reshape(self.reps, len(self.items))
         return jct.reshape(self.reps, len(self.items))
 
 
@@ -326,6 +352,10 @@ def _plot_curve(rows: list[dict[str, float]], path: Path, reference: str, sample
     label = "PPO (sampled actions)" if sampled else "PPO (greedy)"
     ax.plot(x, [r["val_avg_jct_h"] for r in rows], marker="o", label=label)
     ax.plot(x, [r["ref_avg_jct_h"] for r in rows], ls="--", label=f"{reference} (same workloads)")
+    cut = [r for r in rows if r.get("val_truncated")]
+    if cut:  # passes with episodes cut by a budget: their value is a lower bound
+        ax.scatter([r["decisions"] for r in cut], [r["val_avg_jct_h"] for r in cut], marker="x", color="red",
+                   zorder=3, label="episodes cut by a budget (lower bound)")
     ax.set_xlabel("training decisions")
     ax.set_ylabel("validation average JCT (h)")
     ax.legend()
@@ -335,7 +365,7 @@ def _plot_curve(rows: list[dict[str, float]], path: Path, reference: str, sample
 
 
 def _write_curve(out: Path, rows: list[dict[str, float]], reference: str, sampled: bool = True) -> None:
-    lines = [",".join(CURVE_FIELDS)] + [",".join(f"{r[k]:.6g}" for k in CURVE_FIELDS) for r in rows]
+    lines = [",".join(CURVE_FIELDS)] + [",".join(f"{r.get(k, 0):.6g}" for k in CURVE_FIELDS) for r in rows]
     (out / "learning_curve.csv").write_text("\n".join(lines) + "\n")
     if rows:
         _plot_curve(rows, out / "learning_curve.png", reference, sampled)
@@ -392,7 +422,8 @@ def train(
         guides = None
         if isinstance(envs, tuple):  # (envs, guides) of a guided run, pickled together (guides hold their envs)
             envs, guides = envs
-        rollout = VecRollout(envs, shaper, seed_rng, cfg.train_workloads, horizon_s, start=False, guides=guides)
+        rollout = VecRollout(envs, shaper, seed_rng, cfg.train_workloads, horizon_s, start=False, guides=guides,
+                             steps_per_job=cfg.max_steps_per_job)
         rollout.episodes = state["episodes"]
         rollout.restore(state["obs"], state["time"])
         for i, e in enumerate(envs):  # the reference curves are deterministic: recompute the ones in use
@@ -434,10 +465,10 @@ def train(
             info["bc_seconds"] = time.time() - t_start
             model.save(out / "bc_model.zip")
             opt = policy.optimizer = policy.optimizer_class(policy.parameters(), lr=p.learning_rate)
-        envs = [make_env(cfg, gen) for _ in range(cfg.n_envs)]
+        envs = [make_env(cfg, gen, max_sim_hours=cfg.max_sim_hours) for _ in range(cfg.n_envs)]
         guides = [make_guide(p.guide, e) for e in envs] if p.guide is not None else None
         rollout = VecRollout(envs, shaper, np.random.default_rng(cfg.seed), cfg.train_workloads, horizon_s,
-                             guides=guides)
+                             guides=guides, steps_per_job=cfg.max_steps_per_job)
         steps, updates, rows, best, wall_before = 0, 0, [], float("inf"), 0.0
         upd_gen = th.Generator().manual_seed(cfg.seed)
     validator = Validator(cfg)
@@ -449,16 +480,22 @@ def train(
             "decisions": steps, "updates": updates, "wall_s": wall_before + time.time() - t_start,
             "val_avg_jct_h": float(jct.mean()), "ref_avg_jct_h": float(validator.ref_jct.mean()),
             "val_over_ref": float(np.mean(jct / validator.ref_jct)),
+            "val_truncated": int(validator.truncated.sum()),
         }
         rows.append(row)
         _write_curve(out, rows, validator.reference, cfg.validation_samples > 0)
+        cut = f", {row['val_truncated']} episodes cut (scored by a lower bound)" if row["val_truncated"] else ""
         log(f"validation at {steps} decisions: avg JCT {row['val_avg_jct_h']:.3f} h (reference "
-            f"{row['ref_avg_jct_h']:.3f} h), mean ratio to the reference {row['val_over_ref']:.3f}")
-        if row["val_over_ref"] < best:
+            f"{row['ref_avg_jct_h']:.3f} h), mean ratio to the reference {row['val_over_ref']:.3f}{cut}")
+        if not row["val_truncated"] and row["val_over_ref"] < best:
             best = row["val_over_ref"]
             model.save(out / "best_model.zip")
+        elif row["val_truncated"] and not (out / "best_model.zip").is_file():
+            model.save(out / "best_model.zip")  # a first best model, until a pass without cut episodes
 
-    def checkpoint() -> None:
+    def checkpoint(validation_pending: bool = False) -> None:
+        """``model.zip`` and ``checkpoint.pt``; ``validation_pending``: a validation of this state follows (a
+        resume runs it first, so a run killed during a validation loses nothing)."""
         state = {
             "policy": policy.state_dict(), "optimizer": opt.state_dict(), "torch_rng": th.get_rng_state(),
             "update_rng": upd_gen.get_state(), "seed_rng": rollout.rng.bit_generator.state,
@@ -466,12 +503,23 @@ def train(
             "obs": rollout.obs, "time": rollout.time,
             "shaper": shaper.state(), "episodes": rollout.episodes, "steps": steps, "updates": updates,
             "curve": rows, "best": best, "wall_s": wall_before + time.time() - t_start, "info": info,
+            "validation_pending": validation_pending,
         }
         model.save(out / "model.zip")
         _atomic_save(state, out / "checkpoint.pt")
 
-    if not rows:
+    def checkpoint_and_validate() -> None:
+        """The checkpoint first (a validation that hangs or is killed loses no training), then the validation,
+        then the checkpoint again with the validation's row and best score."""
+        checkpoint(validation_pending=True)
         validate()
+        checkpoint()
+
+    if resume is not None and state.get("validation_pending"):
+        validate()  # the validation the run was killed in
+        checkpoint()
+    elif not rows:
+        checkpoint_and_validate()
     from frenzy_env.progress import progress_bar
 
     bar = progress_bar(cfg.timesteps, show=cfg.progress, unit="decision", desc="train")
@@ -506,6 +554,7 @@ def train(
             "update": updates, "decisions": steps, "rollout_s": t1 - t0, "update_s": time.time() - t1,
             "decisions_per_s": cfg.rollout_size / (time.time() - t0),
             "episodes": len(eps), "train_avg_jct_h": float(np.mean([e["avg_jct_h"] for e in eps])) if eps else None,
+            "train_truncated": sum(int(e.get("truncated", 0)) for e in eps),
             "share_wait": float(np.mean(acts < first_start)),
             "share_start": float(np.mean((acts >= first_start) & (acts < first_resize))),
             "share_resize": float(np.mean(acts >= first_resize)),
@@ -523,13 +572,11 @@ def train(
         if cfg.max_minutes is not None and elapsed_min >= cfg.max_minutes and steps < cfg.timesteps:
             info["stopped_by_max_minutes"] = True
             log(f"wall-clock limit of {cfg.max_minutes} min reached at {steps} decisions")
-            validate()
-            checkpoint()
+            checkpoint_and_validate()
             break
         if steps >= next_eval or steps >= cfg.timesteps:
-            validate()
+            checkpoint_and_validate()
             next_eval = (steps // cfg.eval_freq + 1) * cfg.eval_freq
-            checkpoint()
             last_ckpt = time.time()
         elif time.time() - last_ckpt >= cfg.checkpoint_minutes * 60:
             checkpoint()
@@ -541,11 +588,13 @@ def train(
     bar.close()
     wall = wall_before + time.time() - t_start
     model.save(out / "model.zip")
+    # the best validation pass, among those without cut episodes when there are any (what best_model.zip holds)
+    chosen = min([r for r in rows if not r.get("val_truncated")] or rows, key=lambda r: r["val_over_ref"])
     (out / "train_log.json").write_text(
         json.dumps(
             {"wall_seconds": wall, "timesteps": steps, "updates": updates, "decisions_per_second": steps / wall,
-             "torch_threads": th.get_num_threads(), "best_val_over_ref": best,
-             "best_val_avg_jct_h": min(rows, key=lambda r: r["val_over_ref"])["val_avg_jct_h"],
+             "torch_threads": th.get_num_threads(), "best_val_over_ref": chosen["val_over_ref"],
+             "best_val_avg_jct_h": chosen["val_avg_jct_h"], "best_val_truncated": chosen.get("val_truncated", 0),
              "reference_val_avg_jct_h": float(validator.ref_jct.mean()), **info},
             indent=2,
         )

@@ -16,6 +16,7 @@ import numpy as np
 
 from agents.ppo.config import TEST_SEED_START, TRAIN_SEEDS, VALIDATION_SEEDS, TraceWindows, TrainConfig
 from frenzy_env.errors import ConfigError
+from frenzy_env.workload.suites import window_starts as window_starts  # (one definition, with the suites)
 
 
 @dataclass(frozen=True)
@@ -111,13 +112,6 @@ def make_env(cfg: TrainConfig, workload: Any, **options: Any) -> Any:
         cluster=cfg.cluster, workload=workload, queue_slots=cfg.queue_slots, running_slots=cfg.running_slots,
         **options,
     )
-
-
-def window_starts(num_rows: int, max_jobs: int, count: int) -> list[int]:
-    """``count`` fixed window start rows spread evenly over a trace of ``num_rows`` jobs (windows of
-    ``max_jobs``; they overlap only when the trace is shorter than ``count * max_jobs``)."""
-    span = max(num_rows - max_jobs, 0)
-    return [int(round((k + 0.5) * span / count)) for k in range(count)]
 
 
 def trace_windows(specs: tuple[TraceWindows, ...], count: int, seed: int) -> list[tuple[str, Any, int]]:

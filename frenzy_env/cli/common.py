@@ -13,6 +13,7 @@ import os
 import re
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from frenzy_env.errors import FrenzyError
@@ -43,6 +44,26 @@ def positive_int(text: str) -> int:
 def non_negative_int(text: str) -> int:
     """argparse type: an integer >= 0."""
     return _int_at_least(text, 0, "an integer >= 0")
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (value > 0 and value < float("inf")):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def output_folder(out: Path | None) -> Path | None:
+    """``--out``: created (with its parents) when given; a path that exists and is not a folder is an error."""
+    if out is not None:
+        if out.exists() and not out.is_dir():
+            raise FrenzyError(f"--out {str(out)!r} exists and is not a directory")
+        out.mkdir(parents=True, exist_ok=True)
+    return out
 
 
 def choice_list(kind: str, known: tuple[str, ...]) -> Any:

@@ -1,5 +1,6 @@
 """``frenzy evaluate``: run scheduling policies on workloads over seeds and print tables of JCT, GPU-hours and
 more with 95% confidence intervals (episodes one after another here, or as Ray tasks with ``--backend ray``).
+``--suite NAME`` plays a named benchmark suite instead, paired across policies (:mod:`frenzy_env.cli.suite`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from frenzy_env.cli.common import CommandFailed, csv_list, positive_int
+from frenzy_env.cli.common import CommandFailed, csv_list, output_folder, positive_float, positive_int
 from frenzy_env.cli.policies import model_arg
 from frenzy_env.errors import FrenzyError
 
@@ -25,6 +26,12 @@ def default_policies() -> list[str]:
     ``random`` and ``rllib`` (an RLlib checkpoint, with ``--rllib-checkpoint``) run when asked for with
     ``--policies``."""
     return list(DEFAULT_POLICIES)
+
+
+def _suite_names() -> list[str]:
+    from frenzy_env.workload.suites import SUITES
+
+    return list(SUITES)
 
 
 def add_parser(sub: Any) -> None:
@@ -45,8 +52,23 @@ def add_parser(sub: Any) -> None:
         "episode_start=None, deterministic=True, action_masks=None) (reset() optional); MODULE is imported with "
         "the current directory on sys.path; the tables label it ATTR",
     )
-    p.add_argument("--cluster", default="frenzy-testbed", help="cluster preset (default: frenzy-testbed)")
-    p.add_argument("--workload", type=csv_list, default=["itp-default"], help="workload preset(s)")
+    p.add_argument(
+        "--suite", default=None, metavar="NAME",
+        help="a named benchmark suite instead of --workload/--trace, --seeds and --cluster: its fixed workloads, "
+        f"paired across policies, in one table with ratios to --reference ({', '.join(_suite_names())}; "
+        "docs/evaluation.md, Suites)",
+    )
+    p.add_argument(
+        "--reference", default=None, metavar="POLICY",
+        help="with --suite: the policy every other is compared with, workload by workload (default: srpt_est)",
+    )
+    p.add_argument(
+        "--results-md", type=Path, default=None, metavar="PATH",
+        help="with --suite: write the suite's table into this Markdown page (e.g. docs/results.md) with the date, "
+        "versions and machine, replacing that suite's previous section and keeping the rest of the page",
+    )
+    p.add_argument("--cluster", default=None, help="cluster preset (default: frenzy-testbed)")
+    p.add_argument("--workload", type=csv_list, default=None, help="workload preset(s) (default: itp-default)")
     p.add_argument(
         "--trace", default=None, metavar="NAME|PATH",
         help="a trace instead of --workload: a cached public trace by name (`frenzy data list`) or a CSV file",
@@ -60,9 +82,15 @@ def add_parser(sub: Any) -> None:
         "--max-jobs", type=positive_int, default=None,
         help="keep the first N jobs of a trace (synthetic workloads: generate N jobs)",
     )
-    p.add_argument("--seeds", type=positive_int, default=3, help="number of seeds; default 3")
     p.add_argument(
-        "--seed-start", type=int, default=0,
+        "--load", type=positive_float, default=None, metavar="X",
+        help="offered load X > 0 on the cluster (frenzy_env.workload.load): a --trace's arrival times are scaled so "
+        "that each seed's workload offers exactly X (its models then sized for the cluster's GPU mix, as the "
+        "trace presets' are); a --workload preset with a load (synthetic, itp-default) is generated at X",
+    )
+    p.add_argument("--seeds", type=positive_int, default=None, help="number of seeds; default 3")
+    p.add_argument(
+        "--seed-start", type=int, default=None,
         help="first seed (seeds are SEED_START .. SEED_START+N-1); the shipped agents never saw seeds >= 1000",
     )
     p.add_argument("--predictor", choices=("frenzy", "extended", "oracle"), default="extended")
@@ -136,6 +164,8 @@ def _workload_factory(args: argparse.Namespace, cluster: Any = None) -> tuple[li
         if fmt is None:
             fmt = datasets.trace_format(args.trace) if args.trace in datasets.CATALOGUE else "canonical"
         gen = TraceGenerator(str(path), format=fmt, max_jobs=args.max_jobs)
+        if args.load is not None:  # sized for the cluster, arrivals scaled to the offered load asked for
+            gen = dataclasses.replace(_bind_generator(gen, cluster, by_name=True), load=args.load)
         gen.generate(0)  # validate the file now, before any episode runs
         names = [args.trace if args.trace in datasets.CATALOGUE else path.name]
         from frenzy_env.cli.manifest import file_record
@@ -143,14 +173,21 @@ def _workload_factory(args: argparse.Namespace, cluster: Any = None) -> tuple[li
         return names, lambda _name: gen, {"name": args.trace, "format": fmt, **file_record(path)}
     names = list(args.workload)
     gens = {name: make_generator(name) for name in names}  # unknown names fail before any episode runs
-    if args.max_jobs is None:
+    if args.max_jobs is None and args.load is None:
         return names, lambda name: name, None
     for name, gen in gens.items():
         fields = {f.name for f in dataclasses.fields(gen)} if dataclasses.is_dataclass(gen) else set()
-        key = "max_jobs" if "max_jobs" in fields else "num_jobs" if "num_jobs" in fields else None
-        if key is None:
-            raise ConfigError(f"--max-jobs does not apply to workload {name!r} ({type(gen).__name__})")
-        gens[name] = make_generator(name, **{key: args.max_jobs})
+        overrides: dict[str, Any] = {}
+        if args.max_jobs is not None:
+            key = "max_jobs" if "max_jobs" in fields else "num_jobs" if "num_jobs" in fields else None
+            if key is None:
+                raise ConfigError(f"--max-jobs does not apply to workload {name!r} ({type(gen).__name__})")
+            overrides[key] = args.max_jobs
+        if args.load is not None:
+            if "load" not in fields:
+                raise ConfigError(f"--load does not apply to workload {name!r} ({type(gen).__name__})")
+            overrides["load"] = args.load
+        gens[name] = make_generator(name, **overrides)
         if cluster is not None:  # as FrenzyEnv does for a preset given by name
             gens[name] = _bind_generator(gens[name], cluster, by_name=True)
     return names, lambda name: gens[name], None
@@ -219,6 +256,17 @@ def run(args: argparse.Namespace) -> int:
         for flag in ("address", "num_cpus"):
             if getattr(args, flag) is not None:
                 raise FrenzyError(f"--{flag.replace('_', '-')} applies to --backend ray only")
+    if args.suite is not None:
+        from frenzy_env.cli.suite import run_suite
+
+        return run_suite(args, args.policies or default_policies())
+    for flag in ("reference", "results_md"):
+        if getattr(args, flag) is not None:
+            raise FrenzyError(f"--{flag.replace('_', '-')} applies to --suite only")
+    for flag, default in (("cluster", "frenzy-testbed"), ("workload", ["itp-default"]), ("seeds", 3),
+                          ("seed_start", 0)):
+        if getattr(args, flag) is None:
+            setattr(args, flag, default)
     cluster = ClusterSpec.preset(args.cluster)
     specs = policy_specs.resolve(
         args.policies or default_policies(), args.model, args.rllib_checkpoint, greedy=args.greedy
@@ -233,16 +281,13 @@ def run(args: argparse.Namespace) -> int:
     first_env = make_env(workloads[0])
     policy_specs.check(specs, first_env)  # every model file and MODULE:ATTR, before any episode
     seeds = range(args.seed_start, args.seed_start + args.seeds)
-    out: Path | None = args.out
+    out = output_folder(args.out)
     if out is not None:
-        if out.exists() and not out.is_dir():
-            raise FrenzyError(f"--out {str(out)!r} exists and is not a directory")
-        out.mkdir(parents=True, exist_ok=True)
         from frenzy_env.cli.manifest import build_manifest, write_manifest
 
         write_manifest(out, build_manifest(
             getattr(args, "command_line", None), specs, workloads, trace, seeds, first_env,
-            backend=args.backend, max_jobs=args.max_jobs,
+            backend=args.backend, max_jobs=args.max_jobs, **({"load": args.load} if args.load is not None else {}),
         ))
     saved = 0  # episodes finished (and, with --out, written)
 
@@ -296,7 +341,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(json.loads(summary.to_json(orient="records")), indent=2))
     else:
-        print(f"cluster {cluster.name} ({cluster.num_gpus} GPUs), {args.seeds} seed(s)")
+        load = f", offered load {args.load:g}" if args.load is not None else ""
+        print(f"cluster {cluster.name} ({cluster.num_gpus} GPUs), {args.seeds} seed(s){load}")
         print(md)
         if out is not None:
             print(f"wrote {out}: jobs.csv, episodes.csv, {'bounds.csv, ' * args.bounds}summary.csv, summary.md, "

@@ -14,9 +14,13 @@ PPO choosing the sia_srpt planner's move margin), configured by a ``--config`` k
 
 Writes into ``--out``: ``config.json`` (the full configuration and the data split, written first),
 ``model.zip`` (latest), ``best_model.zip`` (best validation average JCT), ``bc_model.zip`` (the warm start),
-``checkpoint.pt`` (everything ``--resume`` needs; written every ``--checkpoint-minutes``, at every
-validation and at the end), ``learning_curve.csv`` and ``learning_curve.png`` (validation average JCT
-against decisions, with the reference's), ``updates.jsonl`` (a line per update) and ``train_log.json``. A
+``checkpoint.pt`` (everything ``--resume`` needs; written every ``--checkpoint-minutes``, with ``model.zip``
+before every validation and again after it, and at the end), ``learning_curve.csv`` and
+``learning_curve.png`` (validation average JCT against decisions, with the reference's, and the validation
+episodes cut by a budget), ``updates.jsonl`` (a line per update) and ``train_log.json``. Training and
+validation episodes have step budgets and a validation pass a wall-clock budget (``TrainConfig``'s
+``max_steps_per_job``, ``validation_max_steps_per_job``, ``validation_time_budget_s``; set them with
+``--config``): docs/agents.md. A
 progress bar shows the decisions. Training workloads (``--workload mix``, the default) mix synthetic
 workloads (seeds 0-499) with windows of the ``--trace`` files; validation uses synthetic seeds 500-999 and
 fixed windows of the ``--validation-trace`` files; ``--test-trace`` files are recorded for the held-out

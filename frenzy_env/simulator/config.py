@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
+from frenzy_env.efficiency import check_efficiency
 from frenzy_env.errors import ConfigError, check_keys
 from frenzy_env.throughput import DEFAULT_UTILISATION
 
@@ -17,6 +18,7 @@ FUTURE, QUEUED, RUNNING, DONE, REJECTED = 0, 1, 2, 3, 4
 #: Rajbhandari et al. SC'20, K = 12; Gemini, SOSP'23: 42 min at 20 Gbit/s for MT-NLG's 530e9 parameters)
 CHECKPOINT_BYTES_PER_PARAM = 12.0
 PREDICTORS = ("frenzy", "extended", "oracle")
+MEMORY_TRUTHS = ("estimate", "residual")  # SimConfig.memory_truth (see frenzy_env.memory_truth)
 WORK_INFO = ("exact", "noisy", "none")
 
 
@@ -28,6 +30,16 @@ class SimConfig:
     ----------
     predictor: memory predictor behind ``pred_ok`` (what policies see): "frenzy" (the paper's formula),
         "extended" (our calibrated estimator) or "oracle" (the ground truth itself).
+    memory_truth: the simulator's true peak memory of a job, which decides out-of-memory: "estimate" (the
+        default, env v4) -- the "extended" estimate itself, so the "extended" predictor never fails;
+        "residual" (opt-in; the default from env v5) -- the extended estimate times a per-job factor drawn,
+        from the episode seed and the job id, from the estimator's leave-one-source-out residuals on published
+        measurements (:mod:`frenzy_env.memory_truth`), so "oracle" (which predicts the truth, factor
+        included) never fails and "extended" sometimes does.
+    memory_margin: fraction of each GPU's memory the masks keep free: a plan is predicted to fit when the
+        predictor's estimate is at most ``(1 - memory_margin)`` x the GPU's memory (the oracle's "estimate"
+        is the truth). In [0, 1); 0 (the default) is the behaviour of env v4. It changes what policies may
+        start, never what truly fits.
     startup_time: fixed part of a start, seconds: process launch, framework import, NCCL communicator set-up.
     restart_overhead: fixed extra seconds a resize costs on top of a start (stopping the workers).
     checkpoint_bandwidth: bytes/s per node at which a resized job writes its checkpoint (``math.inf``: free).
@@ -82,9 +94,17 @@ class SimConfig:
         sigma ``work_noise``), "none" (nothing; estimates are the workload's median).
     work_noise: sigma of the log-normal error for ``work_info="noisy"``.
     utilisation: fraction of peak FLOP/s that dense compute reaches (see :mod:`frenzy_env.throughput`).
+    efficiency: how per-GPU efficiency depends on the micro-batch: "flat" (the default, env v4: ``utilisation``
+        at every micro-batch, gradient accumulation free) or "microbatch" (opt-in; the default from env v5):
+        efficiency rises with the micro-batch's tokens on a curve fitted to published measurements, equal to
+        ``utilisation`` at 16384 tokens, and each extra accumulation step costs its micro-batch's time plus
+        2 ms (:mod:`frenzy_env.efficiency`). Trace work is derived under the same option, so recorded
+        durations hold at the recorded GPU count on the reference type.
     """
 
     predictor: str = "extended"
+    memory_truth: str = "estimate"
+    memory_margin: float = 0.0
     startup_time: float = 30.0
     restart_overhead: float = 10.0
     checkpoint_bandwidth: float = 2.5e9
@@ -96,10 +116,20 @@ class SimConfig:
     work_info: str = "exact"
     work_noise: float = 0.5
     utilisation: float = DEFAULT_UTILISATION
+    efficiency: str = "flat"
 
     def __post_init__(self) -> None:
         if self.predictor not in PREDICTORS:
             raise ConfigError(f"predictor must be one of {', '.join(PREDICTORS)}, got {self.predictor!r}")
+        if self.memory_truth not in MEMORY_TRUTHS:
+            raise ConfigError(
+                f"memory_truth must be one of {', '.join(MEMORY_TRUTHS)}, got {self.memory_truth!r}"
+            )
+        m = self.memory_margin
+        if isinstance(m, (bool, np.bool_)) or not isinstance(m, (int, float, np.integer, np.floating)) or not (
+            0.0 <= m < 1.0
+        ):
+            raise ConfigError(f"memory_margin must be a number in [0, 1) (a fraction of GPU memory), got {m!r}")
         if self.work_info not in WORK_INFO:
             raise ConfigError(f"work_info must be one of {', '.join(WORK_INFO)}, got {self.work_info!r}")
         if self.placement not in ("best_fit", "spread"):
@@ -118,6 +148,7 @@ class SimConfig:
             raise ConfigError(f"max_plan_gpus must be an integer >= 1, got {self.max_plan_gpus!r}")
         if not (0 < self.utilisation <= 1):
             raise ConfigError(f"utilisation must be in (0, 1], got {self.utilisation!r}")
+        check_efficiency(self.efficiency)
 
     @classmethod
     def from_dict(cls, values: dict) -> SimConfig:

@@ -432,7 +432,7 @@ class ClusterSimulator(_MaskLayer):
                 j.model, batch_size=int(j.batch_size), seq_len=int(j.seq_len),
                 gpu=self.gpu_types[self._plan_type_l[plan]], dp=self._plan_count_l[plan] // (tp * pp), tp=tp,
                 nodes_spanned=nodes_spanned, utilisation=self.config.utilisation, pp=pp,
-                micro_batch=self._row_mb_l[row][plan],
+                micro_batch=self._row_mb_l[row][plan], efficiency=self.config.efficiency,
             )
         return it
 

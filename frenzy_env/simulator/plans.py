@@ -6,7 +6,8 @@ job and plan slot the table holds the layout the predictor picks (the fastest le
 micro-batch) layout, :func:`frenzy_env.layouts.plan_layouts`, that the predictor says fits; among equally
 fast ones the fewest pipeline stages, the smallest tp and the largest micro-batch; ``layout_tp``, and per
 distinct configuration ``_row_pp_l``, ``_row_mb_l``), whether the predictor says it fits
-(``pred_ok``), whether it truly fits (``true_ok``, the "extended" estimator), and its seconds per iteration on
+(``pred_ok``), whether it truly fits (``true_ok``, the "extended" estimator, times the job's ``memory_factor``
+under ``memory_truth="residual"``: :mod:`frenzy_env.memory_truth`), and its seconds per iteration on
 a consolidated placement (``iter_time``). The matrices are computed once per distinct (model, batch, sequence)
 and gathered for the jobs with it; per-job index tables (``_job_pl``, ``_job_tl``) turn the masks into
 gathers, and Python-tuple mirrors (``_l`` suffix) serve the hot path's scalar reads. Arrays are read-only
@@ -21,6 +22,7 @@ from frenzy_env.cluster import ClusterSpec, get_gpu_type
 from frenzy_env.errors import ConfigError
 from frenzy_env.layouts import plan_layouts, powers_of_two
 from frenzy_env.memory import estimate_memory_layouts
+from frenzy_env.memory_truth import memory_factors
 from frenzy_env.planning import plan_resources
 from frenzy_env.simulator.config import SimConfig, start_up_costs
 from frenzy_env.throughput import iteration_time_array
@@ -106,7 +108,7 @@ class PlanTable:
         n, p = len(jobs), self.num_plans
         self.submit = np.array([j.submit_time for j in jobs], dtype=np.float64)  # (J,)
         sorted_wl = Workload(name=workload.name, jobs=jobs, source=workload.source)
-        work = sorted_wl.work_iterations(cluster, utilisation=cfg.utilisation)
+        work = sorted_wl.work_iterations(cluster, utilisation=cfg.utilisation, efficiency=cfg.efficiency)
         self.work = np.asarray(work, dtype=np.float64)  # (J,)
         if not np.all(np.isfinite(self.work)) or (self.work <= 0).any():
             bad = int(np.flatnonzero(~np.isfinite(self.work) | (self.work <= 0))[0])
@@ -123,17 +125,25 @@ class PlanTable:
         rows: list[tuple] = []
         # what every row of this table shares in the process-wide cache's key (see _cached_row)
         shared = (
-            cfg.predictor, cfg.utilisation, tuple(get_gpu_type(t) for t in self.gpu_types),
+            cfg.predictor, cfg.utilisation, cfg.efficiency, tuple(get_gpu_type(t) for t in self.gpu_types),
             self.max_node_gpus.tobytes(), self.plan_counts_levels.tobytes(), self._empty_cap.tobytes(),
         )
+        # memory_truth="residual": each job's true peak is the estimate x its factor (frenzy_env.memory_truth),
+        # so its row is its own (keyed by the factor too); "estimate": factor 1, rows shared as before
+        if cfg.memory_truth == "residual":
+            self.memory_factor = memory_factors(seed, [int(j.job_id) for j in jobs])  # (J,)
+        else:
+            self.memory_factor = np.ones(n, dtype=np.float64)
+        factors = self.memory_factor.tolist()
+        shared = (*shared, cfg.memory_margin)  # the masks' safety margin decides pred_ok
         key_of_job = np.empty(n, dtype=np.int64)
         row_params: list[int] = []
         for i, job in enumerate(jobs):
-            key = (id(job.model), int(job.batch_size), int(job.seq_len))
+            key = (id(job.model), int(job.batch_size), int(job.seq_len), factors[i])
             idx = cache.get(key)
             if idx is None:
                 idx = cache[key] = len(rows)
-                rows.append(self._cached_row(job.model, key[1], key[2], cfg, shared))
+                rows.append(self._cached_row(job.model, key[1], key[2], cfg, shared, key[3]))
                 row_params.append(int(job.model.num_params))
             key_of_job[i] = idx
         pred = np.stack([r[0] for r in rows])
@@ -189,15 +199,16 @@ class PlanTable:
         )
         self._node_cap_l = tuple(cluster.node_capacity.tolist())
 
-    def _cached_row(self, model, batch: int, seq: int, cfg: SimConfig, shared: tuple) -> tuple:
+    def _cached_row(self, model, batch: int, seq: int, cfg: SimConfig, shared: tuple, factor: float = 1.0) -> tuple:
         """:meth:`_plan_row` through the process-wide cache (:data:`_ROW_CACHE`), keyed by the model's full
-        specification (a frozen dataclass, compared by value), the batch, the sequence and ``shared``: what the
-        table's rows have in common (predictor, utilisation, the GPU types' specifications, the cluster's plan
-        slots and placeable capacity). The row's arrays are read-only."""
-        key = (model, batch, seq, *shared)
+        specification (a frozen dataclass, compared by value), the batch, the sequence, the job's memory
+        ``factor`` (1 except under ``memory_truth="residual"``) and ``shared``: what the table's rows have in
+        common (predictor, utilisation, efficiency, the GPU types' specifications, the cluster's plan slots and
+        placeable capacity, the memory margin). The row's arrays are read-only."""
+        key = (model, batch, seq, factor, *shared)
         row = _ROW_CACHE.get(key)
         if row is None:
-            row = self._plan_row(model, batch, seq, cfg)
+            row = self._plan_row(model, batch, seq, cfg, factor)
             for part in row:
                 if isinstance(part, np.ndarray):
                     part.flags.writeable = False
@@ -206,8 +217,9 @@ class PlanTable:
             _ROW_CACHE[key] = row
         return row
 
-    def _plan_row(self, model, batch: int, seq: int, cfg: SimConfig) -> tuple:
-        """Feasibility, layout and speed of one (model, batch, seq) on every plan slot."""
+    def _plan_row(self, model, batch: int, seq: int, cfg: SimConfig, factor: float = 1.0) -> tuple:
+        """Feasibility, layout and speed of one (model, batch, seq) on every plan slot; ``factor``: the job's
+        true-memory factor (true peak = extended estimate x factor; 1 under ``memory_truth="estimate"``)."""
         p = self.num_plans
         pred_ok = np.zeros(p, dtype=bool)
         true_ok = np.zeros(p, dtype=bool)
@@ -221,22 +233,31 @@ class PlanTable:
             gpu = get_gpu_type(t_name)
             per_node = int(self.max_node_gpus[t_idx])
             # by count, then pp, tp, micro-batch descending
-            dp_a, tp_a, pp_a, mb_a = plan_layouts(model.heads, model.layers, batch, counts, per_node)
+            pipe_mb = cfg.efficiency == "microbatch"  # pipelines try every micro-batch there
+            dp_a, tp_a, pp_a, mb_a = plan_layouts(
+                model.heads, model.layers, batch, counts, per_node, pipeline_micro_batches=pipe_mb
+            )
             if not dp_a.size:
                 continue
             cnt_a = dp_a * tp_a * pp_a
             cap = gpu.memory_bytes
             lay = {"dp": dp_a, "tp": tp_a, "pp": pp_a, "micro_batch": mb_a}
-            true_fit = estimate_memory_layouts(model, batch_size=batch, seq_len=seq, **lay) <= cap
-            if pred_method == "extended":
-                pred_fit = true_fit
+            est = estimate_memory_layouts(model, batch_size=batch, seq_len=seq, **lay)
+            true_mem = est if factor == 1.0 else est * factor
+            true_fit = true_mem <= cap
+            budget = cap if cfg.memory_margin == 0 else cap * (1.0 - cfg.memory_margin)  # what the masks allow
+            if cfg.predictor == "oracle":
+                pred_fit = true_mem <= budget  # the truth itself, factor included
+            elif pred_method == "extended":
+                pred_fit = est <= budget
             else:
                 pred_mem = estimate_memory_layouts(model, batch_size=batch, seq_len=seq, method=pred_method, **lay)
-                pred_fit = pred_mem <= cap
+                pred_fit = pred_mem <= budget
             spanned = np.maximum(1, -(-cnt_a // per_node))
             it = iteration_time_array(
                 model, batch_size=batch, seq_len=seq, gpu=gpu, dp=dp_a, tp=tp_a,
                 nodes_spanned=spanned, utilisation=cfg.utilisation, pp=pp_a, micro_batch=mb_a,
+                efficiency=cfg.efficiency,
             )
             tp_pos = np.log2(tp_a).astype(np.int64)
             placeable = self._empty_cap[t_idx, tp_pos] >= cnt_a

@@ -7,7 +7,8 @@ the public names of its modules (``from frenzy_env.workload import X``), which i
 order:
 
 - :mod:`~frenzy_env.workload.configs`: layouts and memory fit, :func:`reference_iteration_time` and the
-  seeded model-assignment rule (:func:`assign_configs`) for jobs that record no model;
+  seeded model-assignment rules (:func:`assign_configs`, sizing ``"v4"`` or the opt-in ``"recorded"``) for
+  jobs that record no model;
 - :mod:`~frenzy_env.workload.traces`: the trace formats, :func:`read_trace` (a validated
   :class:`~frenzy_env.workload.traces.TraceTable`) and :func:`data_path` (the shipped extract
   :data:`ITP_EXTRACT`);
@@ -17,21 +18,34 @@ order:
   speed- and memory-aware capacity; its definition is that module's docstring);
 - :mod:`~frenzy_env.workload.generators`: :class:`SyntheticGenerator`, :class:`TraceGenerator`,
   :class:`FixedGenerator`, :data:`WORKLOAD_PRESETS` and :func:`make_generator`.
+
+:mod:`~frenzy_env.workload.suites` (the named benchmark suites and the train/validation/test split) builds on
+them and is imported as itself (``from frenzy_env.workload.suites import get_suite``), not re-exported.
 """
 
 from frenzy_env.workload.configs import (
+    ACCUMULATION_STEPS,
     ASSIGN_BATCH_SIZES,
+    DEFAULT_SIZING,
+    MAX_ACCUMULATION,
     MAX_ASSIGN_SEQ_LEN,
+    MICRO_BATCH_SOURCES,
+    MICRO_BATCH_WEIGHTS,
     REFERENCE_GPU_TYPE,
+    SIZING_RULES,
     TP_LEVELS,
     NoConfigurationError,
     assign_configs,
     default_seq_len,
+    fits_unaccumulated,
+    recorded_layout,
+    recorded_options,
     reference_iteration_time,
 )
 from frenzy_env.workload.generators import (
     DURATION_QUANTILE_LEVELS,
     DURATION_QUANTILES,
+    GPU_DEMAND_COUNTS,
     WORKLOAD_PRESETS,
     FixedGenerator,
     SyntheticGenerator,
@@ -51,10 +65,17 @@ from frenzy_env.workload.traces import (
 )
 
 __all__ = [
+    "ACCUMULATION_STEPS",
     "ASSIGN_BATCH_SIZES",
     "CANONICAL_OPTIONAL",
     "DURATION_QUANTILES",
     "DURATION_QUANTILE_LEVELS",
+    "DEFAULT_SIZING",
+    "GPU_DEMAND_COUNTS",
+    "MAX_ACCUMULATION",
+    "MICRO_BATCH_SOURCES",
+    "MICRO_BATCH_WEIGHTS",
+    "SIZING_RULES",
     "FORMATS",
     "ITP_EXTRACT",
     "MAX_ASSIGN_SEQ_LEN",
@@ -74,9 +95,12 @@ __all__ = [
     "assign_configs",
     "data_path",
     "default_seq_len",
+    "fits_unaccumulated",
     "make_generator",
     "offered_load",
     "offered_load_detail",
     "read_trace",
+    "recorded_layout",
+    "recorded_options",
     "reference_iteration_time",
 ]

@@ -8,21 +8,29 @@ fixed :class:`~frenzy_env.workload.spec.Workload`.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from frenzy_env.cluster import ClusterSpec
+from frenzy_env.cluster import ClusterSpec, get_gpu_type
+from frenzy_env.efficiency import check_efficiency
 from frenzy_env.errors import ConfigError, check_keys, unknown_name
+from frenzy_env.layouts import powers_of_two
 from frenzy_env.models import MODELS, ModelSpec, get_model
 from frenzy_env.throughput import DEFAULT_UTILISATION
 from frenzy_env.workload.configs import (
     ASSIGN_BATCH_SIZES,
+    DEFAULT_SIZING,
     REFERENCE_GPU_TYPE,
     _fits,
     _min_pow2,
+    _sizing_types,
+    check_sizing,
     default_seq_len,
+    recorded_layout,
+    recorded_options,
     reference_iteration_time,
 )
 from frenzy_env.workload.load import cluster_seconds, offered_load
@@ -54,6 +62,25 @@ MODEL_SIZE_MIX: dict[str, float] = {"<2B": 0.40, "7-8B": 0.35, "13B": 0.15, "70B
 def _size_class(m: ModelSpec) -> str:
     n = m.num_params / 1e9
     return "<2B" if n < 2 else ("7-8B" if n < 10 else ("13B" if n < 30 else "70B"))
+
+
+#: GPU count of synthetic jobs under sizing "recorded": the recorded counts of the shipped ITP week
+#: (frenzy_env/data/itp_cluster02_extract.csv, 570 jobs; column ``num_gpu``), drawn in proportion (78% of jobs
+#: on 1 GPU; counts above ``max_gpus`` or above the cluster's largest GPU type drop out). Philly's jobs are
+#: mostly 1-GPU too (Jeon et al., ATC 2019).
+GPU_DEMAND_COUNTS: dict[int, int] = {1: 447, 2: 39, 4: 55, 8: 19, 16: 8, 32: 2}
+
+
+def cluster_holds(model: ModelSpec, gpu_mix: Sequence[tuple[str, int, int]]) -> bool:
+    """Whether ``model`` may appear in a synthetic workload under sizing "recorded": on some GPU type of
+    ``gpu_mix`` ((type, GPUs, GPUs per node)) it has a layout (:func:`~frenzy_env.workload.configs.recorded_layout`,
+    micro-batch 1) on a power-of-two count of at most a quarter of that type's GPUs (at least 1)."""
+    s = default_seq_len(model)
+    return any(
+        recorded_layout(model, s, c, get_gpu_type(t).name, int(p)) is not None
+        for t, n, p in gpu_mix
+        for c in powers_of_two(max(1, int(n) // 4))
+    )
 
 
 def _model_weights(models: list[ModelSpec]) -> np.ndarray:
@@ -95,9 +122,11 @@ class SyntheticGenerator:
     power-of-two GPU count times 1, 2 or 4 (probabilities 0.5, 0.3, 0.2; capped at ``max_gpus``); its
     duration at that count on the reference GPU type is drawn from the ``duration_profile`` quantiles
     (:data:`DURATION_QUANTILES`, log-linear between knots) and turned into iterations with
-    :func:`reference_iteration_time`. A fraction ``recurring_fraction`` of jobs belongs to one of
-    ``round(num_jobs * recurring_fraction / mean_group_size)`` recurring groups: same configuration and GPU
-    count as the group, duration = the group's base duration x lognormal(0, ``group_sigma``).
+    :func:`reference_iteration_time` (at ``utilisation`` and ``efficiency``, the speed model's options: pass the
+    simulator's, e.g. ``efficiency="microbatch"``, so that the drawn durations hold there). A fraction
+    ``recurring_fraction`` of jobs belongs to one of ``round(num_jobs * recurring_fraction / mean_group_size)``
+    recurring groups: same configuration and GPU count as the group, duration = the group's base duration x lognormal(0,
+    ``group_sigma``).
 
     ``load`` is the offered load of :mod:`~frenzy_env.workload.load` (speed- and memory-aware: each job's work
     over the cluster's capacity for it, summed, over the arrival window), and the generated workload has
@@ -106,6 +135,17 @@ class SyntheticGenerator:
     (given the number of arrivals in a window, Poisson arrival times are uniform order statistics, whose
     spacings are normalised exponentials). The first job arrives at 0. (Counting every GPU as one of the reference type
     instead would make "0.7" about 1.2 on frenzy-testbed.)
+
+    ``sizing="recorded"`` (opt-in; the default ``"v4"`` is the rule above) sizes jobs like trace jobs under the
+    rule of the same name (:mod:`~frenzy_env.workload.configs`): a job's GPU count is drawn from
+    :data:`GPU_DEMAND_COUNTS` (the shipped ITP week's recorded counts, at most ``max_gpus`` and the cluster's
+    largest GPU-type count), its sizing type among the cluster's types with at least that many GPUs in proportion
+    to their counts, its model among those that can be sized there, by :data:`MODEL_SIZE_MIX` (classes with no
+    such model drop out; uniformly when ``models`` is given), and its batch by the rule's micro-batch and
+    accumulation draws (:func:`~frenzy_env.workload.configs.recorded_options`). With the default model pool a
+    model is eligible only if the cluster holds it on a quarter of one GPU type (:func:`cluster_holds`): on
+    frenzy-testbed (32 GPUs per type) the two 70B models drop out. Four uniforms per template and job
+    (count, type, model, batch) replace the three of the v4 rule; the other draws are unchanged.
     """
 
     num_jobs: int = 200
@@ -119,8 +159,12 @@ class SyntheticGenerator:
     max_gpus: int = 64
     name: str = "synthetic"
     utilisation: float = DEFAULT_UTILISATION
+    sizing: str = DEFAULT_SIZING
+    efficiency: str = "flat"
 
     def __post_init__(self) -> None:
+        check_sizing(self.sizing)
+        check_efficiency(self.efficiency)
         if int(self.num_jobs) != self.num_jobs or self.num_jobs < 1:
             raise ConfigError(f"num_jobs must be a positive integer, got {self.num_jobs!r}")
         if not self.load > 0:
@@ -163,13 +207,59 @@ class SyntheticGenerator:
             )
         return ref, per_node, cap, table
 
+    def _recorded_configs(self, cluster: ClusterSpec) -> tuple[str, int, Callable[[np.ndarray], tuple]]:
+        """Reference type, its node size and ``draw(u) -> (model, batch, seq, GPUs)`` of sizing "recorded" from
+        four uniforms ``u`` (GPU count, sizing type, model, micro-batch and steps); see the class docstring."""
+        ref = cluster.reference_gpu_type
+        per_node = cluster.max_gpus_per_node(ref)
+        mix = [(t, cluster.gpus_of_type(t), cluster.max_gpus_per_node(t)) for t in cluster.gpu_types]
+        top = min(int(self.max_gpus), max(c for _, c, _ in mix))
+        demand = {g: c for g, c in GPU_DEMAND_COUNTS.items() if g <= top} or {1: 1}
+        counts = np.array(list(demand), dtype=np.int64)  # (C,)
+        cum_g = np.cumsum(list(demand.values()), dtype=np.float64)
+        cum_g /= cum_g[-1]
+        pool = [get_model(m) for m in (self.models if self.models is not None else MODELS)]
+        if self.models is None:  # the size mix scaled to the cluster
+            pool = [m for m in pool if cluster_holds(m, mix)]
+        cache: dict[tuple, tuple] = {}
+
+        def options(g: int, gpu: str, pn: int) -> tuple:
+            key = (g, gpu, pn)
+            if key not in cache:
+                feas = [(m, o) for m in pool if (o := recorded_options(m, default_seq_len(m), g, gpu, pn))]
+                w = _model_weights([m for m, _ in feas]) if feas and self.models is None else np.ones(len(feas))
+                cache[key] = (feas, np.cumsum(w) / max(float(np.sum(w)), 1e-300))
+            return cache[key]
+
+        def draw(u: np.ndarray) -> tuple[ModelSpec, int, int, int]:
+            g = int(counts[min(int(np.searchsorted(cum_g, u[0], side="right")), len(counts) - 1)])
+            gpu, pn = _sizing_types(np.array([g]), u[1:2], mix, ref, per_node)[0]
+            feas, cum = options(g, gpu, pn)
+            if not feas:
+                feas, cum = options(g, ref, per_node)
+            if not feas:
+                raise ConfigError(
+                    f"sizing rule 'recorded': no model of {', '.join(m.name for m in pool) or '(none)'} can be "
+                    f"sized for {g} GPUs of {gpu} or {ref} on cluster {cluster.name!r}; pass other models"
+                )
+            m, opts = feas[min(int(np.searchsorted(cum, u[2], side="right")), len(feas) - 1)]
+            w = np.cumsum([o[3] for o in opts])
+            b = opts[min(int(np.searchsorted(w, u[3] * w[-1], side="right")), len(opts) - 1)][0]
+            return m, int(b), default_seq_len(m), g
+
+        return ref, per_node, draw
+
     def generate(self, seed: int) -> Workload:
         cluster = ClusterSpec.preset(self.cluster) if isinstance(self.cluster, str) else self.cluster
-        ref, per_node, cap, table = self._configs(cluster)
-        if self.models is None:
-            cum = np.cumsum(_model_weights([m for m, _ in table]))
+        recorded = self.sizing == "recorded"
+        if recorded:
+            ref, per_node, draw_recorded = self._recorded_configs(cluster)
         else:
-            cum = np.arange(1, len(table) + 1) / len(table)
+            ref, per_node, cap, table = self._configs(cluster)
+            if self.models is None:
+                cum = np.cumsum(_model_weights([m for m, _ in table]))
+            else:
+                cum = np.arange(1, len(table) + 1) / len(table)
         n = int(self.num_jobs)
         rng = np.random.default_rng(seed)
         n_groups = (
@@ -178,7 +268,8 @@ class SyntheticGenerator:
             else 0
         )
         # draws, all up front and in a fixed order: templates for groups then jobs, durations, noise, gaps
-        u_cfg = rng.random((n_groups + n, 3))  # model, batch, size multiplier
+        # v4: model, batch, size multiplier; recorded: GPU count, sizing type, model, micro-batch and steps
+        u_cfg = rng.random((n_groups + n, 4 if recorded else 3))
         u_dur = rng.random(n_groups + n)
         in_group = rng.random(n) < self.recurring_fraction if n_groups else np.zeros(n, dtype=bool)
         group_of = rng.integers(0, max(n_groups, 1), size=n)
@@ -187,6 +278,8 @@ class SyntheticGenerator:
         base_dur = _quantile_sample(self.duration_profile, u_dur)  # (G + n,)
 
         def config(k: int) -> tuple[ModelSpec, int, int, int]:
+            if recorded:
+                return draw_recorded(u_cfg[k])
             m, opts = table[min(int(np.searchsorted(cum, u_cfg[k, 0], side="right")), len(table) - 1)]
             b, s, mn = opts[min(int(u_cfg[k, 1] * len(opts)), len(opts) - 1)]
             mult = 1 if u_cfg[k, 2] < 0.5 else (2 if u_cfg[k, 2] < 0.8 else 4)
@@ -209,13 +302,17 @@ class SyntheticGenerator:
             rows.append((m, b, s, g, dur, gid))
         iters = np.array(
             [
-                d / reference_iteration_time(m, b, s, g, gpu=ref, gpus_per_node=per_node, utilisation=self.utilisation)
+                d / reference_iteration_time(
+                    m, b, s, g, gpu=ref, gpus_per_node=per_node, utilisation=self.utilisation,
+                    efficiency=self.efficiency,
+                )
                 for m, b, s, g, d, _ in rows
             ]
         )  # (n,) work W_j
         secs, _ = cluster_seconds(
-            [r[:4] for r in rows], iters, cluster, utilisation=self.utilisation, max_gpus=int(self.max_gpus)
-        )  # (n,) W_j / C_j; every configuration fits the reference type
+            [r[:4] for r in rows], iters, cluster, utilisation=self.utilisation, max_gpus=int(self.max_gpus),
+            efficiency=self.efficiency,
+        )  # (n,) W_j / C_j; every configuration fits the reference type (recorded: a type; nan where none)
         rate = self.load / float(np.nanmean(secs))  # arrivals per second
         if n > 1:
             gaps = gaps[:-1] * ((n - 1) / rate / float(gaps[:-1].sum()))  # window T = n / rate exactly
@@ -239,7 +336,7 @@ class SyntheticGenerator:
             self.name,
             tuple(jobs),
             source=f"synthetic: seed {seed}, load {self.load}, cluster {cluster.name}, "
-            f"durations {self.duration_profile}",
+            f"durations {self.duration_profile}" + (", sizing recorded" if recorded else ""),
         )
 
 
@@ -251,7 +348,9 @@ class TraceGenerator:
     ``None``: the reference type only); an env binds it to its own cluster. ``load``: when given, the arrival
     times (after ``load_scale``) are stretched or compressed so that the workload's offered load
     (:mod:`~frenzy_env.workload.load`) on ``cluster`` is exactly ``load`` (it depends on the seed's model
-    assignment, so the factor is computed per seed and recorded in :attr:`Workload.source`).
+    assignment, so the factor is computed per seed and recorded in :attr:`Workload.source`). ``sizing``: the
+    rule of the assigned fields, ``"v4"`` (default) or ``"recorded"`` (opt-in, the default of env v5;
+    :mod:`~frenzy_env.workload.configs`).
     """
 
     path: str
@@ -266,8 +365,10 @@ class TraceGenerator:
     name: str | None = None
     cluster: ClusterSpec | str | None = None
     load: float | None = None
+    sizing: str = DEFAULT_SIZING
 
     def __post_init__(self) -> None:
+        check_sizing(self.sizing)
         if self.load is not None and not (isinstance(self.load, (int, float)) and self.load > 0):
             raise ConfigError(f"load must be a positive number or None, got {self.load!r}")
         if self.load is not None and self.cluster is None:
@@ -287,6 +388,7 @@ class TraceGenerator:
             gpus_per_node=self.gpus_per_node,
             models=self.models,
             cluster=self.cluster,
+            sizing=self.sizing,
         )
         if self.load is None:
             return wl
@@ -326,6 +428,19 @@ WORKLOAD_PRESETS: dict[str, WorkloadGenerator] = {
     ),
     "synthetic": SyntheticGenerator(num_jobs=200, load=DEFAULT_LOAD, name="synthetic"),
     "synthetic-small": SyntheticGenerator(num_jobs=30, load=DEFAULT_LOAD, name="synthetic-small"),
+    # opt-in now, the default of env v5: jobs sized like the jobs that were recorded (sizing rule "recorded",
+    # frenzy_env.workload.configs); the same week and the same synthetic workload otherwise
+    "itp-recorded": TraceGenerator(
+        str(data_path(ITP_EXTRACT)),
+        format="itp",
+        name="itp-recorded",
+        cluster="frenzy-testbed",
+        load=DEFAULT_LOAD,
+        sizing="recorded",
+    ),
+    "synthetic-recorded": SyntheticGenerator(
+        num_jobs=200, load=DEFAULT_LOAD, name="synthetic-recorded", sizing="recorded"
+    ),
 }
 
 
@@ -333,7 +448,8 @@ def make_generator(name_or_obj: str | WorkloadGenerator | Workload, **overrides:
     """A generator from a preset name, a generator, or a fixed :class:`Workload`.
 
     ``overrides`` replace fields of a dataclass generator (e.g. ``make_generator("synthetic",
-    cluster=spec, num_jobs=50)``); an unknown field raises :class:`~frenzy_env.errors.ConfigError`.
+    cluster=spec, num_jobs=50)``, ``make_generator("itp-default", sizing="recorded")``); an unknown field raises
+    :class:`~frenzy_env.errors.ConfigError`.
     """
     if isinstance(name_or_obj, str):
         if name_or_obj not in WORKLOAD_PRESETS:

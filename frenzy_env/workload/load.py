@@ -93,9 +93,11 @@ def rates_per_gpu(
     *,
     utilisation: float = DEFAULT_UTILISATION,
     max_gpus: int = DEFAULT_MAX_GPUS,
+    efficiency: str = "flat",
 ) -> np.ndarray:
     """(n, K) ``x_jk``: iterations per GPU-second of each ``(model, batch, seq_len, gpus)`` on each GPU type of
-    ``cluster`` on its plan ``n_jk`` (module docstring); 0 where it fits no plan of the type."""
+    ``cluster`` on its plan ``n_jk`` (module docstring); 0 where it fits no plan of the type. ``efficiency``: the
+    speed model's option (:class:`~frenzy_env.simulator.SimConfig`)."""
     types = cluster.gpu_types
     counts = [cluster.gpus_of_type(t) for t in types]
     per_node = [cluster.max_gpus_per_node(t) for t in types]
@@ -112,7 +114,8 @@ def rates_per_gpu(
                 while c <= min(max_gpus, nk):
                     if _fits(model, int(b), int(s), c, t, pn):
                         it = reference_iteration_time(
-                            model, int(b), int(s), c, gpu=t, gpus_per_node=pn, utilisation=utilisation
+                            model, int(b), int(s), c, gpu=t, gpus_per_node=pn, utilisation=utilisation,
+                            efficiency=efficiency,
                         )
                         x = 1.0 / (c * it)
                         break
@@ -130,10 +133,11 @@ def cluster_seconds(
     *,
     utilisation: float = DEFAULT_UTILISATION,
     max_gpus: int = DEFAULT_MAX_GPUS,
+    efficiency: str = "flat",
 ) -> tuple[np.ndarray, np.ndarray]:
     """((n,) ``W_j / C_j`` seconds, ``nan`` where no type fits; (n, K) ``x_jk``) for jobs of the given
     configurations and ``work`` iterations."""
-    x = rates_per_gpu(configs, cluster, utilisation=utilisation, max_gpus=max_gpus)  # (n, K)
+    x = rates_per_gpu(configs, cluster, utilisation=utilisation, max_gpus=max_gpus, efficiency=efficiency)  # (n, K)
     cap = x @ cluster.type_capacity.astype(np.float64)  # (n,) iterations per second, C_j
     with np.errstate(divide="ignore", invalid="ignore"):
         secs = np.where(cap > 0, np.asarray(work, dtype=np.float64) / cap, np.nan)
@@ -157,12 +161,14 @@ def offered_load_detail(
     utilisation: float = DEFAULT_UTILISATION,
     max_gpus: int = DEFAULT_MAX_GPUS,
     window_s: float | None = None,
+    efficiency: str = "flat",
 ) -> LoadReport:
-    """The offered load of ``workload`` on ``cluster`` with its parts (:class:`LoadReport`)."""
+    """The offered load of ``workload`` on ``cluster`` with its parts (:class:`LoadReport`); ``efficiency``: the
+    speed model's option (:class:`~frenzy_env.simulator.SimConfig`)."""
     spec = ClusterSpec.preset(cluster) if isinstance(cluster, str) else cluster
-    work = workload.work_iterations(spec, utilisation=utilisation)  # (n,)
+    work = workload.work_iterations(spec, utilisation=utilisation, efficiency=efficiency)  # (n,)
     configs = [(j.model, j.batch_size, j.seq_len, j.requested_gpus) for j in workload.jobs]
-    secs, x = cluster_seconds(configs, work, spec, utilisation=utilisation, max_gpus=max_gpus)
+    secs, x = cluster_seconds(configs, work, spec, utilisation=utilisation, max_gpus=max_gpus, efficiency=efficiency)
     window = float(window_s) if window_s is not None else arrival_window([j.submit_time for j in workload.jobs])
     ok = np.isfinite(secs)
     rho = float(secs[ok].sum()) / window if ok.any() else 0.0
@@ -189,9 +195,10 @@ def offered_load(
     utilisation: float = DEFAULT_UTILISATION,
     max_gpus: int = DEFAULT_MAX_GPUS,
     window_s: float | None = None,
+    efficiency: str = "flat",
 ) -> float:
     """``rho``, the offered load of ``workload`` on ``cluster`` (module docstring): 1.0 asks for the whole
     cluster's speed- and memory-aware capacity over the arrival window."""
     return offered_load_detail(
-        workload, cluster, utilisation=utilisation, max_gpus=max_gpus, window_s=window_s
+        workload, cluster, utilisation=utilisation, max_gpus=max_gpus, window_s=window_s, efficiency=efficiency
     ).offered_load

@@ -32,6 +32,7 @@ from frenzy_env.errors import ConfigError
 from frenzy_env.models import ModelSpec, get_model
 from frenzy_env.throughput import DEFAULT_UTILISATION
 from frenzy_env.workload.configs import (
+    DEFAULT_SIZING,
     REFERENCE_GPU_TYPE,
     NoConfigurationError,
     assign_configs,
@@ -133,14 +134,15 @@ class Workload:
 
     # -------------------------------------------------------------------------------- work
     def work_iterations(
-        self, cluster: ClusterSpec, *, utilisation: float = DEFAULT_UTILISATION
+        self, cluster: ClusterSpec, *, utilisation: float = DEFAULT_UTILISATION, efficiency: str = "flat"
     ) -> np.ndarray:
         """(n,) float64 work of every job in iterations.
 
         Synthetic jobs: their ``iterations``. Trace jobs: ``recorded_duration / iteration_time`` at
         ``requested_gpus`` GPUs of ``cluster.reference_gpu_type``, fastest memory-feasible layout (else the
-        fastest layout ignoring memory), consolidated placement, at ``utilisation`` (pass the simulator's).
-        Cached per (model, batch, seq_len, GPUs).
+        fastest layout ignoring memory), consolidated placement, at ``utilisation`` and under ``efficiency``
+        (pass the simulator's, :class:`~frenzy_env.simulator.SimConfig`). Cached per (model, batch, seq_len,
+        GPUs).
         """
         ref = cluster.reference_gpu_type
         per_node = cluster.max_gpus_per_node(ref)
@@ -161,6 +163,7 @@ class Workload:
                     gpu=ref,
                     gpus_per_node=per_node,
                     utilisation=utilisation,
+                    efficiency=efficiency,
                 )
             out[i] = job.recorded_duration / t  # type: ignore[operator]
         return out
@@ -203,6 +206,7 @@ class Workload:
         gpus_per_node: int = 8,
         models: Sequence[str | ModelSpec] | None = None,
         cluster: ClusterSpec | str | None = None,
+        sizing: str = DEFAULT_SIZING,
     ) -> Workload:
         """Load a trace (see :mod:`~frenzy_env.workload.traces` for formats and windows,
         :mod:`~frenzy_env.workload.configs` for model assignment).
@@ -220,10 +224,13 @@ class Workload:
         cluster: a cluster (or preset name) whose GPU mix sizes the assigned models (each job sized for a type
             drawn in proportion to the cluster's GPU counts; see :mod:`~frenzy_env.workload.configs`);
             ``None``: every job sized for ``reference_gpu_type``.
+        sizing: the sizing rule of the assigned fields, ``"v4"`` (default) or ``"recorded"`` (the opt-in rule
+            of env v5; :mod:`~frenzy_env.workload.configs`).
 
         Raises
         ------
-        TraceFormatError: a malformed file (the message names the file, the 1-based data row, the column).
+        TraceFormatError: a malformed file (the message names the file, the 1-based data row, the column), or
+            a row no configuration can be sized for (it names the row, the job and its GPU count).
         """
         table = read_trace_cached(path, format=format)
         table = table.window(start=start, end=end, max_jobs=max_jobs, load_scale=load_scale)
@@ -239,6 +246,7 @@ class Workload:
             gpus_per_node=gpus_per_node,
             models=models,
             gpu_mix=mix,
+            sizing=sizing,
         )
 
 
@@ -251,6 +259,7 @@ def _trace_workload(
     gpus_per_node: int,
     models: Sequence[str | ModelSpec] | None,
     gpu_mix: Sequence[tuple[str, int, int]] | None = None,
+    sizing: str = DEFAULT_SIZING,
 ) -> Workload:
     """The workload of a (windowed) trace table: one job per row, with a model, batch and sequence length
     assigned (:func:`~frenzy_env.workload.configs.assign_configs`, seeded) where the trace records none."""
@@ -279,10 +288,12 @@ def _trace_workload(
                 reference_gpu_type=reference_gpu_type,
                 gpus_per_node=gpus_per_node,
                 gpu_mix=gpu_mix,
+                sizing=sizing,
             )
         except NoConfigurationError as exc:
             job = None if exc.index is None else int(idx[exc.index])
-            raise table.gpu_count_error(job, str(exc)) from None
+            who = "" if job is None else f"job {str(table.names[job])!r}: "
+            raise table.gpu_count_error(job, who + str(exc)) from None
         for k, i in enumerate(idx.tolist()):
             fields_ = tuple(
                 f
@@ -317,4 +328,5 @@ def _trace_workload(
         for i in range(n)
     )
     label = name or f"{Path(table.path).stem}"
-    return Workload(label, jobs, source=f"{table.format}:{table.path} (model assignment seed {seed})")
+    rule = "" if sizing == DEFAULT_SIZING else f", sizing {sizing}"
+    return Workload(label, jobs, source=f"{table.format}:{table.path} (model assignment seed {seed}{rule})")
