@@ -82,6 +82,7 @@ def solve_sia_milp(
     must_allocate: np.ndarray | None = None,
     pinned: np.ndarray | None = None,
     time_limit: float = 10.0,
+    fast: bool = True,
 ) -> np.ndarray:
     """Sia's integer program over a (normalised, restart-scaled) goodput matrix.
 
@@ -94,14 +95,18 @@ def solve_sia_milp(
     p: the utility exponent (``goodput ** p``); p < 0 minimises, p > 0 maximises.
     must_allocate: (J,) bool, jobs that must get exactly one configuration (running jobs).
     pinned: (J,) int, a configuration a job must keep (-1 for none).
+    fast: True (the default) returns the same choice faster: (1) when every job's own best configuration is
+        better than its others (and than none, unless it must get one) by more than :data:`FAST_MARGIN` and
+        these best configurations together fit every type's capacity, the program's optimum is that choice,
+        unique, and its LP relaxation is integral at it, so it is returned without calling HiGHS; (2) otherwise
+        HiGHS gets the same model (same variables in the same order, same matrix, bounds and options) as
+        through ``scipy.optimize.milp``, without milp's input validation and sparse conversions. False: the
+        original path, ``scipy.optimize.milp`` on every call (``tests/test_sia.py`` compares the two).
 
     Returns
     -------
     (J,) int: the chosen configuration of each job, -1 for none.
     """
-    from scipy.optimize import Bounds, LinearConstraint, milp
-    from scipy.sparse import coo_matrix
-
     goodput = np.asarray(goodput, dtype=np.float64)
     n_jobs, n_cfg = goodput.shape
     if p == 0 or not math.isfinite(p):
@@ -117,10 +122,14 @@ def solve_sia_milp(
     nvar = rows.size
     n_types = len(capacity)
     # constraint rows: one per job (sum x <= 1, or == 1), one per GPU type (sum counts * x <= capacity)
-    a_rows = np.concatenate([rows, n_jobs + np.asarray(types)[cols]])
-    a_cols = np.concatenate([np.arange(nvar), np.arange(nvar)])
-    a_vals = np.concatenate([np.ones(nvar), np.asarray(counts, dtype=np.float64)[cols]])
-    a = coo_matrix((a_vals, (a_rows, a_cols)), shape=(n_jobs + n_types, nvar)).tocsr()
+    if not fast:
+        from scipy.optimize import Bounds, LinearConstraint, milp
+        from scipy.sparse import coo_matrix
+
+        a_rows = np.concatenate([rows, n_jobs + np.asarray(types)[cols]])
+        a_cols = np.concatenate([np.arange(nvar), np.arange(nvar)])
+        a_vals = np.concatenate([np.ones(nvar), np.asarray(counts, dtype=np.float64)[cols]])
+        a = coo_matrix((a_vals, (a_rows, a_cols)), shape=(n_jobs + n_types, nvar)).tocsr()
     lb = np.zeros(n_jobs + n_types)
     ub = np.concatenate([np.ones(n_jobs), np.asarray(capacity, dtype=np.float64)])
     has_var = np.bincount(rows, minlength=n_jobs) > 0
@@ -133,20 +142,106 @@ def solve_sia_milp(
         pin_rows = pinned[rows] >= 0
         var_ub[pin_rows & (cols != pinned[rows])] = 0.0
         var_lb[pin_rows & (cols == pinned[rows])] = 1.0
-    res = milp(
-        c,
-        constraints=LinearConstraint(a, lb, ub),
-        integrality=np.ones(nvar),
-        bounds=Bounds(var_lb, var_ub),
-        options={"time_limit": float(time_limit), "disp": False},
-    )
-    if res.x is None:  # infeasible or out of time without a solution: keep everything as it is
+    if fast:
+        quick = _separable_optimum(c, rows, cols, n_jobs, np.asarray(counts), np.asarray(types), capacity,
+                                   lb[:n_jobs] > 0, pinned)
+        if quick is not None:
+            return quick
+        x = _highs_direct(c, rows, np.asarray(types)[cols], np.asarray(counts, dtype=np.float64)[cols], n_jobs,
+                          n_types, lb, ub, var_lb, var_ub, time_limit)
+    else:
+        x = milp(
+            c,
+            constraints=LinearConstraint(a, lb, ub),
+            integrality=np.ones(nvar),
+            bounds=Bounds(var_lb, var_ub),
+            options={"time_limit": float(time_limit), "disp": False},
+        ).x
+    if x is None:  # infeasible or out of time without a solution: keep everything as it is
         if pinned is not None:
             return np.where(np.asarray(pinned) >= 0, pinned, -1).astype(np.int64)
         return chosen
-    take = res.x > 0.5
+    take = x > 0.5
     chosen[rows[take]] = cols[take]
     return chosen
+
+
+FAST_MARGIN = 1e-6  # solve_sia_milp(fast=True): the objective margin by which each job's best must be unique
+
+
+def _separable_optimum(
+    c: np.ndarray, rows: np.ndarray, cols: np.ndarray, n_jobs: int, counts: np.ndarray, types: np.ndarray,
+    capacity: np.ndarray, must: np.ndarray, pinned: np.ndarray | None,
+) -> np.ndarray | None:
+    """The program's optimum when it separates: each job's own best variable (least ``c``; a pinned job's pinned
+    one) better than its other variables, and than no variable unless the job must get one, by more than
+    :data:`FAST_MARGIN`, and the chosen GPUs within every type's capacity. That choice is then the unique optimum
+    of the program and of its LP relaxation, which is what HiGHS returns; None when the test fails (solve)."""
+    order = np.lexsort((c, rows))  # by job, then by objective
+    r, cc = rows[order], c[order]
+    first = np.ones(r.size, dtype=bool)
+    first[1:] = r[1:] != r[:-1]
+    best_idx = order[first]
+    best_job = r[first]
+    best_c = cc[first]
+    # the runner-up of each job (inf where the job has one variable)
+    nxt = np.flatnonzero(first) + 1
+    ok_n = (nxt < r.size)
+    ok_n[ok_n] = ~first[nxt[ok_n]]
+    runner = np.full(best_idx.size, np.inf)
+    runner[ok_n] = cc[nxt[ok_n]]
+    chosen = np.full(n_jobs, -1, dtype=np.int64)
+    if pinned is not None:
+        pin = np.asarray(pinned)[best_job]
+        is_pin = pin >= 0
+        if is_pin.any():  # the pinned variable must be a candidate; then it is forced
+            pin_ok = np.zeros(best_job.size, dtype=bool)
+            hit = (pinned[rows] >= 0) & (cols == pinned[rows])
+            pin_ok[np.searchsorted(best_job, rows[hit])] = True
+            if not pin_ok[is_pin].all():
+                return None
+            free = ~is_pin
+        else:
+            free = np.ones(best_job.size, dtype=bool)
+    else:
+        pin, free = None, np.ones(best_job.size, dtype=bool)
+    tol = FAST_MARGIN * np.maximum(1.0, np.abs(best_c))
+    if not (runner[free] - best_c[free] > tol[free]).all():
+        return None
+    if not (must[best_job[free]] | (best_c[free] < -tol[free])).all():
+        return None
+    chosen[best_job[free]] = cols[best_idx[free]]
+    if pin is not None:
+        chosen[best_job[~free]] = pin[~free]
+    taken = chosen >= 0
+    used = np.bincount(types[chosen[taken]], weights=counts[chosen[taken]].astype(np.float64),
+                       minlength=len(capacity))
+    if (used > np.asarray(capacity, dtype=np.float64)).any():
+        return None
+    return chosen
+
+
+def _highs_direct(
+    c: np.ndarray, rows: np.ndarray, var_type: np.ndarray, var_count: np.ndarray, n_jobs: int, n_types: int,
+    lb: np.ndarray, ub: np.ndarray, var_lb: np.ndarray, var_ub: np.ndarray, time_limit: float,
+) -> np.ndarray | None:
+    """HiGHS on the model ``scipy.optimize.milp`` would pass it: the same constraint matrix in canonical CSC form
+    (each variable's column holds its job's row, then its type's row), bounds and options."""
+    from scipy.optimize._highspy._highs_wrapper import _highs_wrapper
+
+    nvar = c.size
+    indptr = np.arange(0, 2 * nvar + 1, 2, dtype=np.int32)
+    indices = np.empty(2 * nvar, dtype=np.int32)
+    indices[0::2] = rows
+    indices[1::2] = n_jobs + var_type
+    data = np.empty(2 * nvar, dtype=np.float64)
+    data[0::2] = 1.0
+    data[1::2] = var_count
+    options = {"log_to_console": False, "mip_max_nodes": None, "time_limit": float(time_limit)}
+    res = _highs_wrapper(np.asarray(c, dtype=np.float64), indptr, indices, data, lb.astype(np.float64),
+                         ub.astype(np.float64), var_lb, var_ub, np.ones(nvar, dtype=np.uint8), options)
+    x = res.get("x", None)
+    return np.array(x) if x is not None else None
 
 
 class SiaPolicy(ScriptedPolicy):

@@ -458,3 +458,67 @@ def test_type_power_validates_and_weights_jobs_by_their_gpu_types(monkeypatch):
     policy.plan_round()
     want = policy.completion_rates(queued, policy.candidates(queued)) * by_hand[queued][:, None] ** -2.0
     np.testing.assert_allclose(seen["good"], want, rtol=1e-12)
+
+
+def _random_programs(n: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    for it in range(n):
+        jobs, n_types = int(rng.integers(1, 7)), int(rng.integers(1, 3))
+        counts, types = np.tile([1, 2, 4, 8], n_types), np.repeat(np.arange(n_types), 4)
+        good = rng.uniform(1, 4, (jobs, 4 * n_types)) * (rng.random((jobs, 4 * n_types)) < 0.6)
+        if it % 3 == 0:  # ties
+            good = np.round(good, 1)
+        p = -0.5 if it % 2 else 1.0
+        if p > 0:  # completion rates are small numbers
+            good = good * 1e-4
+        capacity = rng.integers(1, 20, n_types).astype(float)
+        must = rng.random(jobs) < 0.4
+        pinned = np.where(rng.random(jobs) < 0.2, rng.integers(0, 4 * n_types, jobs), -1)
+        yield good, counts, types, capacity, dict(p=p, must_allocate=must, pinned=pinned)
+
+
+def test_fast_solver_matches_milp_on_random_programs():
+    # solve_sia_milp(fast=True) (the separable shortcut, else HiGHS called directly) chooses what scipy's milp does
+    for good, counts, types, capacity, kw in _random_programs(400):
+        fast = solve_sia_milp(good, counts, types, capacity, **kw)
+        slow = solve_sia_milp(good, counts, types, capacity, fast=False, **kw)
+        assert fast.tolist() == slow.tolist()
+
+
+def test_separable_shortcut_only_when_unique_and_fitting():
+    from baselines.sia import _separable_optimum
+
+    good = np.array([[1.0, 1.8, 3.0], [1.0, 1.9, 3.5]])
+    rows, cols = np.nonzero(good > 0)
+    c = good[rows, cols] ** -0.5 - ZERO_ALLOC_GOODPUT**-0.5
+    must = np.zeros(2, dtype=bool)
+    # 8 GPUs hold both jobs' best (4 + 4): the shortcut answers
+    assert _separable_optimum(c, rows, cols, 2, COUNTS, TYPES, np.array([8.0]), must, None).tolist() == [2, 2]
+    # 4 GPUs do not: HiGHS decides
+    assert _separable_optimum(c, rows, cols, 2, COUNTS, TYPES, np.array([4.0]), must, None) is None
+    # a tie in a job's best: HiGHS decides
+    tied = np.array([[1.0, 3.0, 3.0], [1.0, 1.9, 3.5]])
+    rows, cols = np.nonzero(tied > 0)
+    c = tied[rows, cols] ** -0.5 - ZERO_ALLOC_GOODPUT**-0.5
+    assert _separable_optimum(c, rows, cols, 2, COUNTS, TYPES, np.array([8.0]), must, None) is None
+
+
+@pytest.mark.parametrize("name,kwargs", [("sia", {}), ("sia", {"requested_only": True}), ("sia_srpt", {})])
+def test_fast_solver_same_schedule_in_an_episode(monkeypatch, name, kwargs):
+    # every round of a short episode: the fast path's choice equals scipy milp's on the same program, so the
+    # actions (and the schedule) are the slow solver's
+    import baselines.sia as sia_mod
+
+    orig, rounds = sia_mod.solve_sia_milp, []
+
+    def both(*args, **kw):
+        fast = orig(*args, **kw)
+        slow = orig(*args, fast=False, **kw)
+        assert fast.tolist() == slow.tolist()
+        rounds.append(1)
+        return fast
+
+    monkeypatch.setattr(sia_mod, "solve_sia_milp", both)
+    env = gym.make("frenzy/HeteroCluster-v4", workload="synthetic-small")
+    run_episode(env, make_policy(name, env, **kwargs), seed=1, max_steps=300)
+    assert len(rounds) > 20
