@@ -1,0 +1,343 @@
+"""Masked-action PPO in one file, CleanRL style: train on a small frenzy-env cluster, then compare with FIFO.
+
+Run it (from the repository root)::
+
+    python agents/cleanrl_ppo.py                 # the full run: about 10 minutes on 2 cores
+    python agents/cleanrl_ppo.py --quick         # a few seconds: the CI smoke run
+    python agents/cleanrl_ppo.py --total-timesteps 200000 --num-envs 4 --seed 1
+
+Every field of :class:`Args` is a flag (``--learning-rate 1e-3``; booleans take ``true``/``false``).
+
+**Environment.** ``frenzy/HeteroClusterSmall-v4`` (the 96-GPU "frenzy-testbed") made smaller through
+``gym.make`` keywords: 8 queue slots and 8 running slots (292 actions instead of 2,308) and a synthetic
+workload of 20 jobs at offered load 0.8. Each reset draws a new workload from its seed: training uses seeds
+from 10,000 up, the final evaluation seeds 0, 1, ... (never trained on). The episode budgets ``max_steps`` (30
+decisions per job; scripted schedulers take 3-4) and ``max_sim_hours`` (400 h) cut a thrashing episode short.
+
+**Reward.** :class:`frenzy_env.wrappers.ReferenceReward` with FIFO as the reference: each step's reward (minus
+the jobs in the system times the hours elapsed) is differenced against FIFO's cost on the same workload over
+the same span and divided by FIFO's whole cost, so an episode returns ``10 x (1 - our total JCT / FIFO's)``:
+positive exactly when we beat FIFO, on the same scale for every workload.
+
+**Observation flattening.** The observation is a dict of flat boxes. ``queue`` (Q x 25) and ``running``
+(R x 25) are reshaped into one row per job slot (7 job features, then 18 per-plan-slot predicted times); the
+rest (``gpus``, ``nodes``, ``globals``) and both tables, flattened, are concatenated into one context vector.
+
+**Network.** A shared trunk (MLP, 2 x 128, tanh) embeds the whole flattened observation into a context ``c``.
+The logits follow the env's action layout: 4 wait logits (wait, three timed waits) from ``c``; for start
+actions, one small MLP shared by all queue slots scores ``[queue row k, c]`` into 18 logits (one per plan slot
+p); another does the same for running rows (resize actions). Sharing the row scorer across slots means a
+lesson learnt on slot 0 holds for slot 7. The critic is a separate MLP on the flattened observation.
+
+**Masking.** Illegal actions (``obs["action_mask"] == 0``: memory-infeasible, unplaceable, empty slots) get
+logit -1e8, so their probability is exactly 0 in float32: the policy never picks them, and the entropy and the
+log-probabilities are those of the masked distribution. The mask is stored with each transition, so PPO's
+ratio is computed on the same masked distribution that acted.
+
+**Algorithm.** PPO (Schulman et al. 2017) as in CleanRL's ``ppo.py``: ``num_envs`` envs stepped in turn
+(a plain list; an env that ends is reset at once), ``num_steps`` decisions each per rollout, GAE(gamma,
+lambda) advantages (a truncated episode bootstraps from the critic's value of where it was cut), then
+``update_epochs`` passes of clipped-surrogate minibatch updates with normalised advantages, value loss, an
+entropy bonus and gradient clipping; the learning rate anneals linearly to 0 over
+``total_timesteps`` or ``max_minutes``, whichever runs out first. At the end the sampled policy
+and FIFO play the evaluation seeds and their average JCTs are printed side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import math
+import random
+import sys
+import time
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+from torch.distributions import Categorical
+
+import frenzy_env  # noqa: F401  (registers the frenzy/* ids)
+from baselines import make_policy
+from frenzy_env.evaluation import run_episode
+from frenzy_env.workload import make_generator
+from frenzy_env.wrappers import ReferenceReward
+
+
+@dataclass
+class Args:
+    seed: int = 0
+    env_id: str = "frenzy/HeteroClusterSmall-v4"
+    num_jobs: int = 20              # jobs per workload (synthetic, offered load 0.8)
+    queue_slots: int = 8
+    running_slots: int = 8
+    steps_per_job: int = 30         # max_steps budget = steps_per_job * num_jobs
+    max_sim_hours: float = 400.0    # simulated-time budget
+    total_timesteps: int = 1_000_000  # decisions in all (the run also stops at max_minutes)
+    max_minutes: float = 10.0       # wall-clock budget of the training (the evaluation comes after)
+    learning_rate: float = 5e-4
+    num_envs: int = 8
+    num_steps: int = 128            # decisions per env per rollout
+    anneal_lr: bool = True
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    num_minibatches: int = 4
+    update_epochs: int = 4
+    clip_coef: float = 0.2
+    ent_coef: float = 0.01
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    hidden: int = 128
+    eval_seeds: int = 10            # evaluation on workload seeds 0 .. eval_seeds-1
+    eval_deterministic: bool = False  # False: sample from the policy (what PPO optimised)
+    threads: int = 1                # torch threads
+    quick: bool = False             # CI smoke mode: a few seconds
+
+
+QUICK = dict(total_timesteps=512, num_envs=2, num_steps=64, eval_seeds=2, num_jobs=8, update_epochs=2)
+
+
+def parse_args(argv: list[str] | None = None) -> Args:
+    """An argparse parser built from the dataclass fields; ``--quick`` swaps in the :data:`QUICK` settings."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    for f in dataclasses.fields(Args):
+        flag = "--" + f.name.replace("_", "-")
+        if f.type in ("bool", bool):
+            parser.add_argument(flag, nargs="?", const=True, default=f.default,
+                                type=lambda s: s.lower() in ("1", "true", "yes"))
+        else:
+            parser.add_argument(flag, type=type(f.default), default=f.default)
+    ns = vars(parser.parse_args(argv))
+    if ns["quick"]:
+        explicit = {a.lstrip("-").split("=")[0].replace("-", "_") for a in (argv or []) if a.startswith("--")}
+        ns.update({k: v for k, v in QUICK.items() if k not in explicit})
+    return Args(**ns)
+
+
+def make_env(args: Args, reference: bool) -> gym.Env:
+    """The small cluster env, with budgets; with ``reference``, wrapped in FIFO's differenced reward."""
+    env = gym.make(
+        args.env_id,
+        queue_slots=args.queue_slots,
+        running_slots=args.running_slots,
+        workload=make_generator("synthetic-small", num_jobs=args.num_jobs),
+        max_steps=args.steps_per_job * args.num_jobs,
+        max_sim_hours=args.max_sim_hours,
+    )
+    return ReferenceReward(env, functools.partial(make_policy, "fifo")) if reference else env
+
+
+def flatten(obs: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(flat float32 observation, mask). The flat vector is queue, running, then gpus, nodes, globals."""
+    flat = np.concatenate([obs["queue"], obs["running"], obs["gpus"], obs["nodes"], obs["globals"]])
+    return flat.astype(np.float32), obs["action_mask"].astype(bool)
+
+
+def layer(n_in: int, n_out: int, std: float = math.sqrt(2)) -> nn.Linear:
+    lin = nn.Linear(n_in, n_out)
+    nn.init.orthogonal_(lin.weight, std)
+    nn.init.zeros_(lin.bias)
+    return lin
+
+
+class Agent(nn.Module):
+    """Shared trunk -> context; wait logits from the context; start / resize logits from shared row scorers."""
+
+    def __init__(self, env: gym.Env, hidden: int) -> None:
+        super().__init__()
+        base = env.unwrapped
+        (self.q, self.width), (self.r, _) = base.queue_shape, base.running_shape
+        self.n_plans = self.width - 7
+        self.n_wait = 1 + len(base.wait_options)
+        obs_dim = flatten(env.observation_space.sample())[0].size
+        assert self.n_wait + (self.q + self.r) * self.n_plans == env.action_space.n, "needs preemption=False"
+        self.trunk = nn.Sequential(layer(obs_dim, hidden), nn.Tanh(), layer(hidden, hidden), nn.Tanh())
+        self.wait_head = layer(hidden, self.n_wait, std=0.01)
+
+        def scorer() -> nn.Sequential:
+            return nn.Sequential(layer(self.width + hidden, 64), nn.Tanh(), layer(64, self.n_plans, std=0.01))
+
+        self.start_head, self.resize_head = scorer(), scorer()
+        self.critic = nn.Sequential(layer(obs_dim, hidden), nn.Tanh(), layer(hidden, hidden), nn.Tanh(),
+                                    layer(hidden, 1, std=1.0))
+
+    def get_value(self, x: torch.Tensor) -> torch.Tensor:
+        return self.critic(x).squeeze(-1)
+
+    def logits(self, x: torch.Tensor) -> torch.Tensor:
+        """Unmasked logits in the env's action order: waits, start (k, p) row-major, resize (r, p)."""
+        c = self.trunk(x)
+        n = x.shape[0]
+        qrows = x[:, : self.q * self.width].reshape(n, self.q, self.width)
+        rrows = x[:, self.q * self.width: (self.q + self.r) * self.width].reshape(n, self.r, self.width)
+        start = self.start_head(torch.cat([qrows, c[:, None].expand(-1, self.q, -1)], dim=-1))
+        resize = self.resize_head(torch.cat([rrows, c[:, None].expand(-1, self.r, -1)], dim=-1))
+        return torch.cat([self.wait_head(c), start.reshape(n, -1), resize.reshape(n, -1)], dim=-1)
+
+    def get_action_and_value(self, x, mask, action=None):
+        logits = torch.where(mask, self.logits(x), torch.tensor(-1e8))  # the masking: illegal -> prob 0
+        dist = Categorical(logits=logits)
+        if action is None:
+            action = dist.sample()
+        p = dist.probs
+        entropy = -(p * torch.where(mask, dist.logits, torch.zeros_like(p))).sum(-1)  # 0 * -1e8 -> 0, not nan
+        return action, dist.log_prob(action), entropy, self.get_value(x)
+
+
+def evaluate(agent: Agent, args: Args) -> list[dict]:
+    """Play the evaluation seeds (held out: training draws seeds from 10,000 up) with the agent and with FIFO."""
+    env = make_env(args, reference=False)
+    base = env.unwrapped
+
+    class Policy:  # the evaluation loop's interface: predict(...) and reset()
+        def reset(self) -> None:
+            pass
+
+        def predict(self, obs, state=None, episode_start=None, deterministic=True, action_masks=None):
+            x, mask = flatten(obs)
+            with torch.no_grad():
+                logits = agent.logits(torch.as_tensor(x)[None])[0]
+                logits = torch.where(torch.as_tensor(mask), logits, torch.tensor(-1e8))
+                a = int(logits.argmax()) if args.eval_deterministic else int(Categorical(logits=logits).sample())
+            assert mask[a] and base.action_masks()[a], "the policy picked an illegal action"
+            return a, state
+
+    rows = []
+    for seed in range(args.eval_seeds):
+        torch.manual_seed(seed)
+        ppo = run_episode(env, Policy(), seed=seed).metrics
+        fifo = run_episode(env, make_policy("fifo", env), seed=seed).metrics
+        # a budget-cut episode scores its average time in system, a lower bound on its average JCT
+        ppo_jct = ppo["avg_time_in_system_h"] if ppo.get("truncated") else ppo["avg_jct_h"]
+        rows.append(dict(seed=seed, ppo_jct_h=ppo_jct, fifo_jct_h=fifo["avg_jct_h"],
+                         ppo_truncated=int(ppo.get("truncated", 0)), ppo_invalid=int(ppo["invalid_actions"]),
+                         ppo_decisions=int(ppo["decisions"]), fifo_decisions=int(fifo["decisions"])))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
+    t_start = time.time()
+
+    envs = [make_env(args, reference=True) for _ in range(args.num_envs)]
+    agent = Agent(envs[0], args.hidden)
+    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
+    batch_size = args.num_envs * args.num_steps
+    minibatch_size = batch_size // args.num_minibatches
+    num_updates = max(1, args.total_timesteps // batch_size)
+
+    # rollout storage (CleanRL's layout: step x env)
+    obs_dim = flatten(envs[0].observation_space.sample())[0].size
+    obs = torch.zeros((args.num_steps, args.num_envs, obs_dim))
+    masks = torch.zeros((args.num_steps, args.num_envs, envs[0].action_space.n), dtype=torch.bool)
+    actions = torch.zeros((args.num_steps, args.num_envs), dtype=torch.long)
+    logprobs, rewards, values = (torch.zeros((args.num_steps, args.num_envs)) for _ in range(3))
+    dones = torch.zeros((args.num_steps, args.num_envs))      # the episode ended at this step
+    boot = torch.zeros((args.num_steps, args.num_envs))       # V(s_cut) added to a truncated step's reward
+
+    next_seed = 10_000 + 1_000 * args.seed                    # training workloads; evaluation uses 0, 1, ...
+    cur = []
+    for env in envs:
+        cur.append(flatten(env.reset(seed=next_seed)[0]))
+        next_seed += 1
+    global_step, illegal, episodes, returns, losses = 0, 0, 0, [], []
+    for update in range(1, num_updates + 1):
+        if args.anneal_lr:  # linearly to 0 over whichever budget runs out first: decisions or minutes
+            done = max((update - 1.0) / num_updates, (time.time() - t_start) / (60 * args.max_minutes))
+            optimizer.param_groups[0]["lr"] = max(1.0 - done, 0.0) * args.learning_rate
+        boot.zero_()
+        for step in range(args.num_steps):
+            global_step += args.num_envs
+            x = torch.as_tensor(np.stack([c[0] for c in cur]))
+            m = torch.as_tensor(np.stack([c[1] for c in cur]))
+            with torch.no_grad():
+                action, logprob, _, value = agent.get_action_and_value(x, m)
+            obs[step], masks[step], actions[step], logprobs[step], values[step] = x, m, action, logprob, value
+            for i, env in enumerate(envs):
+                a = int(action[i])
+                illegal += int(not cur[i][1][a])
+                o, r, term, trunc, info = env.step(a)
+                rewards[step, i], dones[step, i] = r, float(term or trunc)
+                if trunc and not term:  # cut by a budget: bootstrap from where it was cut
+                    with torch.no_grad():
+                        boot[step, i] = agent.get_value(torch.as_tensor(flatten(o)[0])[None])[0]
+                if term or trunc:
+                    episodes += 1
+                    if term:  # a finished episode's average JCT, for the progress line
+                        returns.append(info["metrics"]["avg_jct_h"])
+                    o, _ = env.reset(seed=next_seed)
+                    next_seed += 1
+                cur[i] = flatten(o)
+
+        # GAE: A_t = delta_t + gamma * lambda * (1 - done_t) * A_{t+1}
+        with torch.no_grad():
+            next_value = agent.get_value(torch.as_tensor(np.stack([c[0] for c in cur])))
+            advantages = torch.zeros_like(rewards)
+            lastgaelam = 0
+            for t in reversed(range(args.num_steps)):
+                nextvalues = next_value if t == args.num_steps - 1 else values[t + 1]
+                nonterminal = 1.0 - dones[t]
+                delta = rewards[t] + args.gamma * (boot[t] + nonterminal * nextvalues) - values[t]
+                advantages[t] = lastgaelam = delta + args.gamma * args.gae_lambda * nonterminal * lastgaelam
+            returns_t = advantages + values
+
+        b_obs, b_masks = obs.reshape(batch_size, -1), masks.reshape(batch_size, -1)
+        b_actions, b_logprobs = actions.reshape(-1), logprobs.reshape(-1)
+        b_advantages, b_returns = advantages.reshape(-1), returns_t.reshape(-1)
+        clipfracs = []
+        for _epoch in range(args.update_epochs):
+            perm = torch.randperm(batch_size)
+            for start in range(0, batch_size, minibatch_size):
+                mb = perm[start: start + minibatch_size]
+                _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb], b_masks[mb], b_actions[mb])
+                logratio = newlogprob - b_logprobs[mb]
+                ratio = logratio.exp()
+                with torch.no_grad():
+                    approx_kl = ((ratio - 1) - logratio).mean()
+                    clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean().item())
+                mb_adv = b_advantages[mb]
+                mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
+                pg_loss = torch.max(-mb_adv * ratio,
+                                    -mb_adv * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)).mean()
+                v_loss = 0.5 * ((newvalue - b_returns[mb]) ** 2).mean()
+                entropy_loss = entropy.mean()
+                loss = pg_loss - args.ent_coef * entropy_loss + v_loss * args.vf_coef
+                optimizer.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                optimizer.step()
+
+        elapsed = time.time() - t_start
+        losses.append(dict(update=update, step=global_step, pg=pg_loss.item(), v=v_loss.item(),
+                           entropy=entropy_loss.item(), kl=approx_kl.item(), clipfrac=float(np.mean(clipfracs))))
+        recent = [j for j in returns[-32:] if math.isfinite(j)]
+        if update % 10 == 0 or update == num_updates:
+            print(f"update {update}/{num_updates} step {global_step} {elapsed:.0f}s  episodes {episodes}  "
+                  f"recent avg JCT {np.mean(recent) if recent else math.nan:.2f} h  pg {pg_loss.item():.3f}  "
+                  f"v {v_loss.item():.3f}  entropy {entropy_loss.item():.2f}  kl {approx_kl.item():.4f}", flush=True)
+        if elapsed > 60 * args.max_minutes:
+            print(f"stopping at the {args.max_minutes}-minute budget after {global_step} decisions")
+            break
+    train_s = time.time() - t_start
+
+    rows = evaluate(agent, args)
+    print(f"\ntrained {global_step} decisions in {train_s:.0f} s ({episodes} episodes, {illegal} illegal picks)")
+    print(f"{'seed':>4} {'PPO avg JCT h':>14} {'FIFO avg JCT h':>15}")
+    for row in rows:
+        print(f"{row['seed']:>4} {row['ppo_jct_h']:>14.2f} {row['fifo_jct_h']:>15.2f}"
+              + ("  (PPO cut by a budget)" if row["ppo_truncated"] else ""))
+    ppo, fifo = np.mean([r["ppo_jct_h"] for r in rows]), np.mean([r["fifo_jct_h"] for r in rows])
+    print(f"{'mean':>4} {ppo:>14.2f} {fifo:>15.2f}   PPO/FIFO = {ppo / fifo:.3f}")
+    return dict(args=args, losses=losses, eval=rows, illegal=illegal, decisions=global_step, train_s=train_s,
+                ppo_avg_jct_h=float(ppo), fifo_avg_jct_h=float(fifo))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
