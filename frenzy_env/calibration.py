@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 
 from frenzy_env.errors import ConfigError
-from frenzy_env.memory import FRAGMENTATION, FRAMEWORK_BYTES, KINDS, MiB, estimate_memory
+from frenzy_env.memory import FRAGMENTATION, FRAMEWORK_BYTES, KINDS, MiB, estimate_memory, framework_options
+from frenzy_env.memory import FRAMEWORKS as _MEMORY_FRAMEWORKS
 from frenzy_env.models import ModelSpec, custom_model
 
 #: the shipped cases (published measurements, one source per ``source_id``)
@@ -39,27 +40,10 @@ CASES_CSV = Path(__file__).resolve().parent / "data" / "memory_cases.csv"
 # the cases the shipped FRAGMENTATION and FRAMEWORK_BYTES were fitted on (frenzy_env.memory)
 FITTED_CASES = ("A1", "A2")
 PRECISION_MAP = {"fp32": "fp32", "amp-fp16": "amp", "amp-bf16": "amp", "amp": "amp", "bf16": "bf16", "fp16": "fp16"}
-#: Extended-estimator options implied by a framework (the ``framework`` column), per parameter and buffer:
-#:
-#: - ``llm.c`` (karpathy/llm.c, PR 309 era, ``train_gpt2.cu``): bf16 weights and bf16 gradients with fp32
-#:   master weights and Adam moments (``grad_bytes=2``: 16 B/param), no dropout, the loss computed in place in
-#:   one bf16 logits buffer (``logits_bytes=2``) and cuDNN flash attention. Its ``ActivationTensors`` keep, per
-#:   layer, the attention and MLP projection outputs (``attproj``, ``fcproj``) apart from the residual sums:
-#:   two bf16 tensors of width h more than the Korthikanti set (``extra_layer_bytes=4``).
-#: - ``megatron-core``: ``--bf16`` keeps bf16 weights, an fp32 ``main_grad`` buffer (4 B) and fp32 master
-#:   weights + Adam moments (12 B): the estimator's ``"bf16"`` precision. Its vocabulary-parallel cross entropy
-#:   turns the bf16 logits into fp32 and keeps only the fp32 softmax for the backward pass, whose gradient
-#:   it writes in place and casts to bf16: at most 6 bytes per logit element live (``logits_bytes=6``).
-#: - ``torchtitan-fsdp2``: FSDP2 with ``param_dtype=bf16, reduce_dtype=fp32`` shards fp32 parameters (4 B),
-#:   fp32 gradients (4 B) and Adam moments (8 B); the bf16 copies it gathers are freed after each layer. Its
-#:   "selective op" activation checkpointing is the estimator's ``recompute="op"``.
-#: - ``hf-trainer``: the precision's defaults (``"fp32"``, or ``"amp"`` for ``--fp16`` autocast).
-FRAMEWORKS: dict[str, dict[str, Any]] = {
-    "hf-trainer": {},
-    "llm.c": {"grad_bytes": 2.0, "dropout": False, "logits_bytes": 2.0, "attention": "flash", "extra_layer_bytes": 4.0},
-    "megatron-core": {"logits_bytes": 6.0},
-    "torchtitan-fsdp2": {"weight_bytes": 4.0, "grad_bytes": 4.0, "optimizer_bytes": 8.0},
-}
+#: Extended-estimator options implied by a framework (the ``framework`` column): the estimator's public
+#: ``framework`` option, :data:`frenzy_env.memory.FRAMEWORKS` (documented there, per framework and buffer).
+#: A case's own columns (precision, ZeRO stage, recomputation, attention, ...) win over the framework's.
+FRAMEWORKS = _MEMORY_FRAMEWORKS
 #: case columns whose values the per-feature error table groups by
 FEATURES = ("framework", "kind", "zero_stage", "recompute", "attention", "tp")
 
@@ -118,13 +102,16 @@ def calibration_case(row: dict[str, str]) -> tuple[ModelSpec, dict[str, Any], di
     framework = row.get("framework") or "hf-trainer"
     if framework not in FRAMEWORKS:
         raise ConfigError(f"calibration case {case}: unknown framework {framework!r} (known: {', '.join(FRAMEWORKS)})")
-    opts: dict[str, Any] = {
+    try:
+        opts: dict[str, Any] = framework_options(framework, PRECISION_MAP[prec])
+    except ConfigError as e:
+        raise ConfigError(f"calibration case {case}: {e}") from None
+    opts.update({
         "precision": PRECISION_MAP[prec], "micro_batch": mb, "recompute": row.get("recompute", "none") or "none",
-        "zero_stage": _int(row, "zero_stage", 0), "pp": _int(row, "pp", 1), "kind": kind,
-    }
+        "zero_stage": _int(row, "zero_stage", int(opts.get("zero_stage", 0))), "pp": _int(row, "pp", 1), "kind": kind,
+    })
     if row.get("attention"):
         opts["attention"] = row["attention"]
-    opts.update(FRAMEWORKS[framework])
     if kind == "device":
         m = re.search(r"(\d+(?:\.\d+)?)\s*mib cuda context", row.get("metric", "").lower())
         context = row.get("context_mib") or (m.group(1) if m else "")
@@ -225,6 +212,22 @@ def error_table(records: Iterable[dict[str, Any]], by: str) -> list[dict[str, An
         table.append({by: key, "n": len(e), "mean": float(np.mean(e)), "min": min(e), "max": max(e),
                       "worst": max(e, key=abs)})
     return table
+
+
+def loso_summary(rows: Sequence[dict[str, str]] | None = None) -> list[dict[str, Any]]:
+    """The leave-one-source-out table of ``docs/world.md`` ("Memory across frameworks"): one record per
+    held-out source (default rows: the shipped cases), from :func:`leave_one_source_out` and
+    :func:`error_table`: ``source_id``, ``framework`` (the source's frameworks, comma-joined), ``kind``,
+    ``n``, the constants fitted on the other sources (``fragmentation``, ``framework_mib``) and the signed
+    held-out errors ``mean``, ``min`` (most under) and ``max`` (most over)."""
+    recs = leave_one_source_out(load_cases() if rows is None else rows)
+    out = []
+    for t in error_table(recs, "source_id"):
+        mine = [r for r in recs if r["source_id"] == t["source_id"]]
+        out.append({**t, "framework": ",".join(sorted({str(r["framework"]) for r in mine})),
+                    "kind": ",".join(sorted({str(r["kind"]) for r in mine})),
+                    "fragmentation": mine[0]["fragmentation"], "framework_mib": mine[0]["framework_mib"]})
+    return out
 
 
 #: the shipped constants (:mod:`frenzy_env.memory`), for comparison with a fit

@@ -10,7 +10,10 @@ Two estimators, both per GPU, both vectorised over plans (:func:`estimate_memory
     total   = static + act                                  B: global batch, d: data-, t: tensor-parallel
 
 It has no pipeline parallelism, no recomputation, no logits/cross-entropy buffer, no CUDA context or
-framework memory and no allocator fragmentation; on measured GPT-2 runs it is 30-40 % low.
+framework memory and no allocator fragmentation. Measured (``frenzy reproduce``, scenario ``marp``, on
+``frenzy_env/data/memory_cases.csv``): on the llm.c GPT-2 runs (bf16, flash attention: outside its scope) it
+predicts 1.8-2.8x the measured peak; on the one published case inside its scope (BERT-large, fp16 autocast,
+eager attention, one GPU, HF docs) 0.71x of nvidia-smi's total (accuracy 71%, against the paper's 92-98%).
 
 ``method="extended"`` (the default) -- an estimator that keeps those terms, validated on published
 measurements (``scripts/validate_memory.py``):
@@ -20,9 +23,11 @@ measurements (``scripts/validate_memory.py``):
 * model states per parameter by ``precision``: ``"fp16"`` mixed precision 20 B (fp16 weights 2 + fp16
   gradients 2 + fp32 gradient copy 4 + fp32 master weights 4 + Adam moments 8), ``"bf16"`` 18 (no fp16
   gradient), ``"fp32"`` 16, ``"amp"`` (PyTorch autocast over fp32 weights) 18 (16 + the half copies of the
-  weights that autocast keeps for the backward pass); ZeRO (Rajbhandari et al. 2020, arXiv 1910.02054) stage
-  1 shards the optimizer states over ``dp``, stage 2 also the gradients, stage 3 also the weights (plus two
-  gathered layers);
+  weights that autocast keeps for the backward pass), ``"bf16-pure"`` 8 (bf16 weights, gradients and Adam
+  moments, no fp32 master copy; unvalidated); a ``framework`` (:data:`FRAMEWORKS`) sets a framework's options
+  under the caller's own (default None: none, the numbers are unchanged); ZeRO (Rajbhandari et al. 2020,
+  arXiv 1910.02054) stage 1 shards the optimizer states over ``dp``, stage 2 also the gradients, stage 3
+  also the weights (plus two gathered layers);
 * activations after Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
   Models" (arXiv 2205.05198), per layer and per token of a micro-batch: replicated part (norm inputs,
   attention and MLP inputs, dropout masks; split by ``t`` under sequence parallelism) + tensor-parallel part
@@ -110,7 +115,84 @@ PRECISIONS: dict[str, _Precision] = {
     "fp32": _Precision(4.0, 4.0, 8.0, 4.0, 4.0, 4.0, 12.0),
     # torch.autocast over fp32 weights: half matmul activations, fp32 residual stream and softmax.
     "amp": _Precision(6.0, 4.0, 8.0, 2.0, 4.0, 4.0, 10.0),
+    # pure bf16, no fp32 master copy: bf16 weights, bf16 gradients and Adam moments in the parameters' dtype
+    # (what torch.optim.AdamW keeps for a model loaded in bf16: Lightning "bf16-true", HF fine-tuning
+    # recipes that load the model with torch_dtype=bfloat16); 8 B/param. Not validated on a measurement.
+    "bf16-pure": _Precision(2.0, 2.0, 4.0, 2.0, 2.0, 2.0, 10.0),
 }
+
+#: Training frameworks (the ``framework`` option): the options each implies, applied under the caller's own
+#: options (an explicitly given option wins). Per parameter and buffer:
+#:
+#: - ``hf-trainer`` (HF Transformers Trainer, one GPU): the precision's defaults; ``"fp32"`` (the Trainer's
+#:   default), ``"amp"`` (``--fp16`` / ``--bf16`` autocast) or ``"bf16-pure"``. Validated (hf-docs, fp32 and amp).
+#: - ``llm.c`` (karpathy/llm.c, PR 309 era, ``train_gpt2.cu``): bf16 weights and bf16 gradients with fp32
+#:   master weights and Adam moments (``grad_bytes=2``: 16 B/param), no dropout, the loss computed in place in
+#:   one bf16 logits buffer (``logits_bytes=2``) and cuDNN flash attention. Its ``ActivationTensors`` keep, per
+#:   layer, the attention and MLP projection outputs (``attproj``, ``fcproj``) apart from the residual sums:
+#:   two bf16 tensors of width h more than the Korthikanti set (``extra_layer_bytes=4``). Validated (llm.c).
+#: - ``megatron-core``: ``--bf16`` keeps bf16 weights, an fp32 ``main_grad`` buffer (4 B) and fp32 master
+#:   weights + Adam moments (12 B): the estimator's ``"bf16"`` precision. Its vocabulary-parallel cross entropy
+#:   turns the bf16 logits into fp32 and keeps only the fp32 softmax for the backward pass, whose gradient
+#:   it writes in place and casts to bf16: at most 6 bytes per logit element live (``logits_bytes=6``).
+#:   The distributed optimizer is ``zero_stage=1``, Megatron-FSDP ``3``. Validated (megatron-ci, bf16).
+#: - ``torchtitan-fsdp2``: FSDP2 with ``param_dtype=bf16, reduce_dtype=fp32`` shards fp32 parameters (4 B),
+#:   fp32 gradients (4 B) and Adam moments (8 B) (``zero_stage=3``); the bf16 copies it gathers are freed after
+#:   each layer. Its "selective op" activation checkpointing is ``recompute="op"``. Validated (torchtitan).
+#: - ``deepspeed-zero1`` / ``-zero2`` / ``-zero3``: DeepSpeed ZeRO with fp16 or bf16 mixed precision, the ZeRO
+#:   paper's memory model (Rajbhandari et al. 2020, arXiv 1910.02054, section 5: 2 B half weights + 2 B half
+#:   gradients + 12 B fp32 master weights and Adam moments, ``grad_bytes=2``), stage k sharding the optimizer
+#:   states (1), also the gradients (2), also the weights (3, plus two gathered layers) over ``dp``. NOT
+#:   validated: no published measurement with a complete configuration was found.
+#: - ``lightning-ddp``: PyTorch Lightning's ``strategy="ddp"``, precision ``"fp32"`` ("32-true", Lightning's
+#:   default), ``"amp"`` ("16-mixed" / "bf16-mixed") or ``"bf16-pure"`` ("bf16-true"). DDP's reducer keeps its
+#:   own gradient buckets beside ``param.grad`` (``gradient_as_bucket_view=False``, the default; PyTorch's
+#:   DistributedDataParallel docs: the bucket view "can reduce peak memory usage, where the saved memory size
+#:   will be equal to the total gradients size"): twice the gradient bytes. NOT validated.
+FRAMEWORKS: dict[str, dict[str, object]] = {
+    "hf-trainer": {},
+    "llm.c": {"grad_bytes": 2.0, "dropout": False, "logits_bytes": 2.0, "attention": "flash", "extra_layer_bytes": 4.0},
+    "megatron-core": {"logits_bytes": 6.0},
+    "torchtitan-fsdp2": {"zero_stage": 3, "weight_bytes": 4.0, "grad_bytes": 4.0, "optimizer_bytes": 8.0},
+    "deepspeed-zero1": {"zero_stage": 1, "grad_bytes": 2.0},
+    "deepspeed-zero2": {"zero_stage": 2, "grad_bytes": 2.0},
+    "deepspeed-zero3": {"zero_stage": 3, "grad_bytes": 2.0},
+    "lightning-ddp": {},
+}
+#: The precisions each framework runs, its default first (``precision`` not given: the default).
+FRAMEWORK_PRECISIONS: dict[str, tuple[str, ...]] = {
+    "hf-trainer": ("fp32", "amp", "bf16-pure"),
+    "llm.c": ("bf16",),
+    "megatron-core": ("bf16", "fp16"),
+    "torchtitan-fsdp2": ("bf16", "fp32"),
+    "deepspeed-zero1": ("bf16", "fp16"),
+    "deepspeed-zero2": ("bf16", "fp16"),
+    "deepspeed-zero3": ("bf16", "fp16"),
+    "lightning-ddp": ("fp32", "amp", "bf16-pure"),
+}
+#: Options a framework implies only under one precision (over :data:`FRAMEWORKS`' own).
+FRAMEWORK_PRECISION_OPTIONS: dict[str, dict[str, dict[str, object]]] = {
+    "lightning-ddp": {"fp32": {"grad_bytes": 8.0}, "amp": {"grad_bytes": 8.0}, "bf16-pure": {"grad_bytes": 4.0}},
+}
+#: The frameworks whose mapping is checked on published measurements (``frenzy_env/data/memory_cases.csv``).
+VALIDATED_FRAMEWORKS = ("hf-trainer", "llm.c", "megatron-core", "torchtitan-fsdp2")
+
+
+def framework_options(framework: str, precision: str | None = None) -> dict[str, object]:
+    """The options ``framework`` implies (``precision`` included: the given one, else the framework's default);
+    an unknown framework raises :class:`~frenzy_env.errors.UnknownNameError` listing the known ones, a precision
+    the framework does not run a ConfigError."""
+    if not isinstance(framework, str) or framework not in FRAMEWORKS:
+        raise unknown_name("framework", framework, FRAMEWORKS)
+    runs = FRAMEWORK_PRECISIONS[framework]
+    prec = runs[0] if precision is None else precision
+    if prec not in runs:
+        raise ConfigError(f"framework {framework!r} runs precision {', '.join(runs)}; got precision={prec!r}")
+    out: dict[str, object] = {"precision": prec}
+    out.update(FRAMEWORKS[framework])
+    out.update(FRAMEWORK_PRECISION_OPTIONS.get(framework, {}).get(prec, {}))
+    return out
+
 RECOMPUTE = ("none", "selective", "op", "full")
 _REBUILDS = ("op", "full")  # recomputation that rebuilds a whole layer in the backward pass
 ATTENTION = ("eager", "flash")
@@ -142,6 +224,7 @@ DEFAULT_OPTIONS: dict[str, object] = {
     "framework_bytes": FRAMEWORK_BYTES,
     "fragmentation": FRAGMENTATION,
     "kind": "device",
+    "framework": None,
 }
 OPTION_NAMES = tuple(DEFAULT_OPTIONS)
 
@@ -206,6 +289,12 @@ def _resolve_options(method: str, options: dict[str, object]) -> dict[str, objec
             )
         return {}
     opts = dict(DEFAULT_OPTIONS)
+    framework = options.get("framework")
+    if framework is not None:  # the framework's options under the caller's own
+        prec = options.get("precision")
+        if prec is not None and prec not in PRECISIONS:
+            raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, got {prec!r}")
+        opts.update(framework_options(framework, prec))  # type: ignore[arg-type]
     opts.update(options)
     if opts["precision"] not in PRECISIONS:
         raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, got {opts['precision']!r}")
@@ -257,6 +346,22 @@ def resolved_options(method: str, options: dict[str, object]) -> tuple[dict[str,
     except TypeError:  # an unhashable option value: validate without the cache (and fail loudly)
         opts = _resolve_options(method, options)
         return opts, tuple(sorted(opts.items()))
+
+
+def check_layout(model: ModelSpec, tp: int, pp: int = 1) -> None:
+    """ConfigError unless the model can take the layout: tensor parallelism splits the attention heads, so
+    ``tp`` must divide ``heads``; pipeline stages hold equal shares of the layers, so ``pp`` must divide
+    ``layers`` (the rule of :mod:`frenzy_env.layouts`, whose plans the simulator evaluates)."""
+    if model.heads % tp:
+        raise ConfigError(
+            f"tp={tp} does not divide {model.name}'s {model.heads} attention heads: tensor parallelism splits "
+            f"the heads evenly over the tp GPUs"
+        )
+    if model.layers % pp:
+        raise ConfigError(
+            f"pp={pp} does not divide {model.name}'s {model.layers} layers: every pipeline stage holds the "
+            f"same number of layers"
+        )
 
 
 def check_job(batch_size: object, seq_len: object) -> tuple[int, int]:
@@ -643,14 +748,18 @@ def estimate_memory(
     ``dropout`` (None: on for GELU models), ``vocab_logits`` (False for a classification head),
     ``logits_bytes``, ``extra_layer_bytes``, ``include_context``, ``context_bytes``, ``framework_bytes``,
     ``fragmentation``, ``kind`` ("device" default: the device total with the CUDA context; "reserved": the
-    caching allocator's peak; "allocated": the peak of live tensors).
+    caching allocator's peak; "allocated": the peak of live tensors), ``framework`` (None default: exactly the
+    options above; else a name of :data:`FRAMEWORKS`, whose options, :func:`framework_options`, apply under
+    the ones given; ``precision`` "bf16-pure" is pure bf16 with no fp32 master copy).
     ``method="frenzy"`` takes no options.
 
     Raises
     ------
-    ConfigError: a non-positive or fractional batch, sequence, dp or tp, ``dp > batch_size``, an unknown
-        option name or a bad option value.
-    UnknownNameError: an unknown model or method.
+    ConfigError: a non-positive or fractional batch, sequence, dp, tp or pp, ``dp > batch_size``, a ``tp``
+        that does not divide the attention heads or a ``pp`` that does not divide the layers
+        (:func:`check_layout`), an unknown option name or a bad option value, a precision the ``framework``
+        does not run.
+    UnknownNameError: an unknown model, method or framework (the error lists the known ones).
     """
     spec = get_model(model)
     b, s = check_job(batch_size, seq_len)
@@ -660,6 +769,7 @@ def estimate_memory(
             f"dp={d} exceeds batch_size={b}: every data-parallel replica needs at least one sequence"
         )
     opts, key = resolved_options(method, options)
+    check_layout(spec, t, int(opts.get("pp", 1)))  # type: ignore[call-overload]
     dp_a, tp_a = np.array([float(d)]), np.array([float(t)])
     if method == "frenzy":
         comp = _frenzy_components(spec, b, s, dp_a, tp_a)

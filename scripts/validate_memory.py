@@ -42,6 +42,7 @@ from frenzy_env.calibration import (
     CASES_CSV,
     FEATURES,
     FITTED_CASES,
+    FRAMEWORKS,
     calibration_case,
     error_table,
     leave_one_source_out,
@@ -158,6 +159,9 @@ def loso_report(rows: list[dict[str, str]]) -> dict[str, list[dict[str, object]]
         worst = max(abs(float(r["err"])) for r in recs)
         under = min(float(r["err"]) for r in recs)
         print(f"  worst |error| {worst:.1%} (target <= 10%); most under {under:+.1%} (target >= -5%)")
+    untested = [f for f in FRAMEWORKS if f not in {r.get("framework") for r in rows}]
+    if untested:
+        print(f"  frameworks with no published case (unvalidated): {', '.join(untested)}")
     return out
 
 

@@ -2,6 +2,7 @@
 
     frenzy memory --model gpt2-medium --batch-size 16 --seq-len 1024 --dp 2 --tp 1 [--method frenzy] [--json]
     frenzy memory --vocab 50257 --hidden 1024 --layers 24 --heads 16 --batch-size 16 --seq-len 1024
+    frenzy memory --model llama-3.1-8b --batch-size 8 --seq-len 4096 --dp 8 --framework deepspeed-zero3
 
 Also the model and job arguments ``frenzy plan`` shares (:func:`add_model_args`, :func:`add_job_args` and the
 values they give). Exit codes: 0 ok, 2 bad input.
@@ -15,7 +16,7 @@ from typing import Any
 
 from frenzy_env.cli.common import guarded
 from frenzy_env.errors import ConfigError
-from frenzy_env.memory import DEFAULT_METHOD, METHODS, PRECISIONS, GiB, estimate_memory
+from frenzy_env.memory import DEFAULT_METHOD, FRAMEWORKS, METHODS, PRECISIONS, GiB, estimate_memory
 from frenzy_env.models import ModelSpec, custom_model, get_model, list_models
 
 _SHAPE_ARGS = ("vocab", "hidden", "layers", "heads")
@@ -47,7 +48,15 @@ def add_job_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     g = p.add_argument_group("extended-method options (omit for the defaults)")
-    g.add_argument("--precision", choices=tuple(PRECISIONS), help="default fp16 (20 B/param)")
+    g.add_argument(
+        "--framework",
+        help=f"training framework whose memory layout to model ({', '.join(FRAMEWORKS)}); "
+        "default none: the estimator's own defaults",
+    )
+    g.add_argument(
+        "--precision", choices=tuple(PRECISIONS),
+        help="default fp16 (20 B/param), or the framework's default; bf16-pure: no fp32 master copy",
+    )
     g.add_argument("--zero-stage", type=int, choices=(0, 1, 2, 3))
     g.add_argument("--recompute", choices=("none", "selective", "full"))
     g.add_argument("--attention", choices=("eager", "flash"))
@@ -97,6 +106,7 @@ def options_from_args(args: argparse.Namespace) -> dict[str, object]:
         "attention": args.attention,
         "micro_batch": args.micro_batch,
         "sequence_parallel": args.sequence_parallel,
+        "framework": getattr(args, "framework", None),
     }
     out: dict[str, object] = {k: v for k, v in opts.items() if v is not None}
     if args.no_context:
@@ -151,6 +161,7 @@ def _memory(args: argparse.Namespace) -> int:
             "seq_len": args.seq_len,
             "dp": args.dp,
             "tp": args.tp,
+            "framework": args.framework,
             "total_bytes": est.total_bytes,
             "static_bytes": est.static_bytes,
             "activation_bytes": est.activation_bytes,
@@ -162,6 +173,7 @@ def _memory(args: argparse.Namespace) -> int:
     print(
         f"{model.name} ({model.num_params:,} parameters), batch {args.batch_size}, seq {args.seq_len}, "
         f"dp={args.dp}, tp={args.tp}, method {est.method}"
+        + (f", framework {args.framework}" if args.framework else "")
     )
     for k, v in est.breakdown.items():
         if k == "paper_params_W":
