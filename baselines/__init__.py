@@ -3,7 +3,8 @@
 Registered names: ``frenzy`` (:mod:`baselines.frenzy`), ``asrpt`` (:mod:`baselines.asrpt`), ``doubling``
 (:mod:`baselines.doubling`), ``sia`` and ``sia_srpt`` (:mod:`baselines.sia`), ``srpt_est``
 (:mod:`baselines.srpt`), ``fifo``, ``fifo_strict``, ``sjf`` and ``sjf_greedy`` (oracles) and ``random``
-(:mod:`baselines.simple`).
+(:mod:`baselines.simple`); ``fifo_he``, ``spwf`` and ``sjf_he``, A-SRPT's comparators on its placement
+(:mod:`baselines.asrpt_cmp`).
 :func:`register_policy` adds a policy of your own under a name of its own.
 """
 
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from baselines.asrpt import AsrptPolicy
+from baselines.asrpt_cmp import FifoHeavyEdgePolicy, SjfHeavyEdgePolicy, SpwfPolicy
 from baselines.base import ScriptedPolicy
 from baselines.doubling import DoublingPolicy
 from baselines.frenzy import FrenzyPolicy
@@ -33,6 +35,9 @@ POLICIES: dict[str, Callable[..., ScriptedPolicy]] = {
     "sjf": SjfPolicy,
     "sjf_greedy": SjfGreedyPolicy,
     "random": RandomPolicy,
+    "fifo_he": FifoHeavyEdgePolicy,
+    "spwf": SpwfPolicy,
+    "sjf_he": SjfHeavyEdgePolicy,
 }
 
 

@@ -25,7 +25,9 @@ Communication awareness
     times their predicted run time ``n_i * alpha_i`` after release, then take any placement; light jobs
     start at once on any placement. ``tau`` is not fixed by the paper; the default :data:`DEFAULT_TAU` = 1.0
     (a heavy job waits at most as long as it is predicted to run). A job predicted to need zero iterations
-    has a zero wait.
+    has a zero wait. This is the shared placement rule of :mod:`baselines.heavy_edge` (``placement="heavy_edge"``,
+    the default), which the paper's comparators (:mod:`baselines.asrpt_cmp`) run on too; ``placement="any"``
+    drops the wait (every job is light).
 
 Predictor (``predictor``)
     ``"forest"`` (default): a scikit-learn random forest trained online on finished jobs (target: their
@@ -76,16 +78,34 @@ import numpy as np
 
 from baselines.base import ScriptedPolicy
 from baselines.frenzy import PlanRanker
+from baselines.heavy_edge import COMM_HEAVY, DEFAULT_TAU, HeavyEdge, check_placement
 from frenzy_env.errors import ConfigError, unknown_name
-from frenzy_env.placement import place
 from frenzy_env.policy import DONE, QUEUED, REJECTED, SimView
 from frenzy_env.workload import JobSpec, Workload
 
-COMM_HEAVY = 1.5
-DEFAULT_TAU = 1.0
 ASRPT_PREDICTORS = ("forest", "perfect", "estimate")
 UNSEEN = ("zero", "mean")
 RELEASE = ("timer", "lookahead", "strict")
+
+
+def count_and_candidates(view: Any, ranker: Any, j: int) -> tuple[int, np.ndarray]:
+    """A-SRPT's GPU count for job ``j`` and its candidate plans of that count, fastest first: the requested
+    count rounded down to a plan slot's count when a plan of it is admitted, else the count of ``ranker``'s top
+    plan (or of the first admitted plan)."""
+    avail = view.pred_ok[j]  # (P,)
+    counts = view.plan_count
+    req = view.jobs[j].requested_gpus
+    g = 0
+    if req:
+        levels = view.plan_counts_levels
+        g = int(levels[levels <= req].max()) if (levels <= req).any() else int(levels[0])
+        if not (avail & (counts == g)).any():
+            g = 0
+    if g == 0:
+        top = ranker.top_plan(j)
+        g = int(counts[top]) if top >= 0 else int(counts[np.flatnonzero(avail)[0]])
+    cand = np.flatnonzero(avail & (counts == g))
+    return g, cand[np.argsort(view.iter_time[j, cand], kind="stable")]
 
 
 class IterationForest:
@@ -185,6 +205,8 @@ class AsrptPolicy(ScriptedPolicy):
     seed: random state of the forest.
     history: finished jobs the forest is trained on before each episode (``predictor="forest"`` only; a
         Workload or a sequence of JobSpec; see "Predictor").
+    placement: ``"heavy_edge"`` (default: heavy jobs wait for a consolidated placement) or ``"any"`` (no
+        wait); the rule of :mod:`baselines.heavy_edge`, shared with the comparators.
     """
 
     name = "asrpt"
@@ -200,12 +222,10 @@ class AsrptPolicy(ScriptedPolicy):
         release: str = "timer",
         seed: int = 0,
         history: Workload | Sequence[JobSpec] | None = None,
+        placement: str = "heavy_edge",
     ) -> None:
         super().__init__(env)
-        if not (isinstance(comm_heavy, (int, float)) and comm_heavy >= 1.0):
-            raise ConfigError(f"comm_heavy must be a number >= 1, got {comm_heavy!r}")
-        if not (isinstance(tau, (int, float)) and tau >= 0 and math.isfinite(tau)):
-            raise ConfigError(f"tau must be a finite number >= 0, got {tau!r}")
+        check_placement(placement, comm_heavy, tau)
         if predictor not in ASRPT_PREDICTORS:
             raise unknown_name("predictor", predictor, ASRPT_PREDICTORS)
         if unseen not in UNSEEN:
@@ -214,6 +234,7 @@ class AsrptPolicy(ScriptedPolicy):
             raise unknown_name("release", release, RELEASE)
         self.comm_heavy = float(comm_heavy)
         self.tau = float(tau)
+        self.placement = placement
         self.predictor = predictor
         self.backfill = bool(backfill)
         self.unseen = unseen
@@ -221,7 +242,6 @@ class AsrptPolicy(ScriptedPolicy):
         self.seed = seed
         self.history = _history_workload(history, predictor)
         self.oracle = predictor == "perfect"
-        self._ratio_cache: dict[tuple, float] = {}
 
     # ------------------------------------------------------------------ episode state
     def setup(self, view: SimView) -> None:
@@ -250,48 +270,21 @@ class AsrptPolicy(ScriptedPolicy):
         self._started: set[int] = set()
         self._seen_finished = view.finished
         self._seen_ooms = view.oom_failures
-        self._min_span = np.maximum(1, -(-view.plan_count // view.max_node_gpus[view.plan_type]))  # (P,)
+        self._he = HeavyEdge(view, self.placement, self.comm_heavy)
 
     # ------------------------------------------------------------------ per-job quantities
     def _job_info(self, j: int) -> None:
         """g_i, candidate plans, alpha_i and the communication ratio of a newly arrived job."""
         view = self.view
-        avail = view.pred_ok[j]  # (P,)
-        counts = view.plan_count
-        req = view.jobs[j].requested_gpus
-        g = 0
-        if req:
-            levels = view.plan_counts_levels
-            g = int(levels[levels <= req].max()) if (levels <= req).any() else int(levels[0])
-            if not (avail & (counts == g)).any():
-                g = 0
-        if g == 0:
-            top = self.ranker.top_plan(j)
-            g = int(counts[top]) if top >= 0 else int(counts[np.flatnonzero(avail)[0]])
-        cand = np.flatnonzero(avail & (counts == g))
-        cand = cand[np.argsort(view.iter_time[j, cand], kind="stable")]
+        g, cand = count_and_candidates(view, self.ranker, j)
         self._cands[j] = cand
         self.gpus[j] = g
         self.alpha[j] = float(view.iter_time[j, cand[0]])
-        self.heavy[j] = self._comm_ratio(j, int(cand[0])) >= self.comm_heavy
+        self.heavy[j] = self._he.is_heavy(j, int(cand[0]))
 
     def _comm_ratio(self, j: int, plan: int) -> float:
         """alpha_max / alpha_min: most spread over consolidated iteration time of ``plan``."""
-        view = self.view
-        spec = view.jobs[j]
-        key = (spec.model, int(spec.batch_size), int(spec.seq_len), plan)
-        ratio = self._ratio_cache.get(key)
-        if ratio is None:
-            t = int(view.plan_type[plan])
-            g, tp = int(view.plan_count[plan]), int(view.layout_tp[j, plan])
-            nodes_of_type = int((view.cluster.node_type_index == t).sum())
-            widest = min(g // tp, nodes_of_type)
-            if widest <= int(self._min_span[plan]):
-                ratio = 1.0
-            else:
-                ratio = view.spread_iter_time(j, plan, widest) / float(view.iter_time[j, plan])
-            self._ratio_cache[key] = ratio
-        return ratio
+        return self._he.comm_ratio(j, plan)
 
     def _predict_iterations(self, j: int) -> float:
         view = self.view
@@ -406,11 +399,8 @@ class AsrptPolicy(ScriptedPolicy):
             return None
         if not self.heavy[j] or horizon >= self.deadline[j]:
             return env.first_start + k * p_n + int(legal[0])
-        free, nti, strategy = view.free, view.cluster.node_type_index, view.config.placement
         for p in legal.tolist():
-            counts = place(free, nti, int(view.plan_type[p]), int(view.plan_count[p]), int(view.layout_tp[j, p]),
-                           strategy=strategy)
-            if counts is not None and np.count_nonzero(counts) <= self._min_span[p]:
+            if self._he.consolidated(j, p):
                 return env.first_start + k * p_n + p
         return None  # heavy: wait for a consolidated placement
 

@@ -12,22 +12,44 @@ if TYPE_CHECKING:
     from frenzy_env.reproduce import ReproduceResult
 
 
+#: the claims table's header
+CLAIMS_HEADER = "| claim | kind | paper | ours (mean ± 95% CI) | comparator | setting (scenario) | verdict | reason |"
+
+
+def verdict_summary(rows: list) -> str:
+    """One line counting the verdicts of the paper-claim rows only (extensions and controls are not the
+    papers')."""
+    from collections import Counter
+
+    counts = Counter(r.verdict for r in rows if r.kind == "paper claim")
+    if not counts:
+        return "Paper claims: none in this run."
+    total = sum(counts.values())
+    return f"Paper claims ({total} rows): " + ", ".join(f"{v} {n}" for v, n in counts.most_common()) + "."
+
+
 def claims_markdown(result: ReproduceResult) -> str:
-    """The claims table (claim, paper, ours, comparator, scenario, verdict, reason), the details per row, the
-    extra tables (predictors) and the workloads' offered load and lost GPU-hours, in Markdown."""
+    """The verdict rule, the claims table (claim, kind, paper, ours, comparator, setting, verdict, reason), the
+    count of the paper claims' verdicts, the details per row, the extra tables (predictors) and the workloads'
+    offered load and lost GPU-hours, in Markdown."""
+    from frenzy_env.reproduce import VERDICT_RULE
+
     cfg = result.config
     lines = [
         f"Run: {'--quick' if cfg.quick else 'full'}, {cfg.num_seeds} seeds, scenarios {', '.join(cfg.scenarios)}; "
         f"took {result.seconds / 60:.1f} min.",
         "",
-        "| claim | paper | ours (mean ± 95% CI) | comparator | scenario | verdict | reason |",
-        "|---|---|---|---|---|---|---|",
+        VERDICT_RULE,
+        "",
+        CLAIMS_HEADER,
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in result.rows:
         lines.append(
-            f"| {r.claim} | {r.paper} | {r.ours} | {r.comparator or '-'} | {r.scenario} | {r.verdict} | "
-            f"{r.reason or '-'} |"
+            f"| {r.claim} | {r.kind or '-'} | {r.paper} | {r.ours} | {r.comparator or '-'} | {r.scenario} | "
+            f"{r.verdict} | {r.reason or '-'} |"
         )
+    lines += ["", verdict_summary(result.rows)]
     lines += [
         "",
         "Relative differences are paired by seed (same workload draw); ± is the t-distribution 95% CI half-width "
@@ -136,7 +158,10 @@ def plot_reproduce(result: ReproduceResult, out: Path) -> list[Path]:
         for method, mk in (("frenzy", "o"), ("extended", "s")):
             ax.scatter(m.measured_mib / 1024, m[f"{method}_mib"] / 1024, marker=mk, label=method)
         hi = float(max(m.measured_mib.max(), m.frenzy_mib.max(), m.extended_mib.max())) / 1024 * 1.05
-        ax.plot([0, hi], [0, hi], "k--", lw=0.8)
+        lo = float(min(m.measured_mib.min(), m.frenzy_mib.min(), m.extended_mib.min())) / 1024 / 1.05
+        ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
+        ax.set_xscale("log")  # the cases span 1 GiB to several hundred GiB predicted
+        ax.set_yscale("log")
         ax.set_xlabel("measured (GiB)")
         ax.set_ylabel("predicted (GiB)")
         ax.legend()
@@ -148,4 +173,6 @@ def plot_reproduce(result: ReproduceResult, out: Path) -> list[Path]:
     return written
 
 
-__all__ = ["claims_markdown", "workloads_markdown", "write_outputs", "plot_reproduce"]
+__all__ = [
+    "CLAIMS_HEADER", "verdict_summary", "claims_markdown", "workloads_markdown", "write_outputs", "plot_reproduce",
+]

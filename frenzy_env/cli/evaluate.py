@@ -43,8 +43,9 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--policies", type=csv_list, default=None,
-        help="comma list of {frenzy,asrpt,doubling,sia,sia_srpt,srpt_est,fifo,fifo_strict,sjf,sjf_greedy,random,"
-        f"ppo,knob,rllib}}, names of --model NAME=PATH, and MODULE:ATTR (default: {','.join(DEFAULT_POLICIES)}); "
+        help="comma list of {frenzy,asrpt,doubling,sia,sia_srpt,srpt_est,fifo,fifo_strict,sjf,sjf_greedy,spwf,fifo_he,"
+        f"sjf_he,random,ppo,knob,rllib}}, names of --model NAME=PATH, and MODULE:ATTR "
+        f"(default: {','.join(DEFAULT_POLICIES)}); "
         "ppo (the action-level MaskablePPO agent) and knob (PPO-chosen move margins of the sia_srpt planner) play "
         "their shipped models or the one given as --model PATH, rllib "
         "(a policy trained with frenzy train --backend rllib) needs --rllib-checkpoint. MODULE:ATTR is your own "

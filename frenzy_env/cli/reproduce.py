@@ -18,8 +18,8 @@ def add_parser(sub: Any) -> None:
         "reproduce",
         help="reproduce the papers' claims: their number beside ours with a 95%% CI",
         description="Run the scenarios behind every claim of the Frenzy, A-SRPT and doubling papers, each in its "
-        "own setting, over seeds and write a Markdown table (claim, paper, ours, comparator, scenario, verdict, "
-        "reason), a table of the memory predictors and plots.",
+        "own setting, over seeds and write a Markdown table (claim, kind, paper, ours, comparator, setting, verdict, "
+        "reason) under its written verdict rule, a table of the memory predictors and plots.",
     )
     p.add_argument("--quick", action="store_true", help="reduced run for CI (fewer jobs, 3 seeds; a few minutes)")
     p.add_argument("--seeds", type=positive_int, default=None, help="seeds (default 5; 3 with --quick)")
@@ -35,8 +35,8 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--calibration", type=Path, default=None,
-        help="MARP calibration CSV (default DATA_DIR/memory/calibration.csv if present, else the MARP "
-        "scenario is reported as skipped)",
+        help="more measured MARP cases (default DATA_DIR/memory/calibration.csv if present), added to the "
+        "published cases shipped in frenzy_env/data/memory_cases.csv",
     )
     p.add_argument("--out", type=Path, default=Path("reproduce_out"), help="output folder (default reproduce_out)")
     p.add_argument(
