@@ -18,11 +18,25 @@ Options (keyword names are public API)
     Default :data:`frenzy_env.planning.DEFAULT_RANKING` = ``"min_gpus"`` -- fewest GPUs, then the smallest GPU
     memory that holds the job (equal memory: the cheaper GPU per hour), then the smaller ``tp``: Frenzy's
     "tightest fit". ``"max_mem_util"`` (highest predicted memory utilisation), ``"min_est_time"`` (shortest
-    predicted iteration time), ``"min_gpu_hours"`` (fewest GPUs x iteration time) as in
-    :func:`frenzy_env.planning.plan_resources`.
+    predicted iteration time), ``"min_gpu_hours"`` (fewest GPUs x iteration time), ``"min_gpus_fastest"``
+    (fewest GPUs, then the shortest predicted iteration: the paper's "required number" of GPUs, then HAS's
+    "training efficiency", instead of the smallest, slowest, GPU) as in :func:`frenzy_env.planning.plan_resources`.
+``plans``: where the policy's plans come from. ``"env"`` (the default, the behaviour of env v4): the env's plan
+    slots with the layout the env runs at each (above). ``"paper"`` (opt-in): MARP as the paper plans -- every
+    (GPU type, d, t) plan with ``d * t`` a power-of-two count up to the env's largest slot, ``t`` dividing the
+    attention heads and within one node of the type, no pipeline and no gradient accumulation (per-GPU batch
+    ``B / d``), that fits by the paper's formula (predictor ``"frenzy"``, unless ``predictor`` names
+    another), ranked by ``ranking`` with iteration times from the env's own throughput settings
+    (:func:`frenzy_env.planning.plan_resources` with ``max_pp=1, accumulate=False``). A plan is taken through
+    its (GPU type, d x t) slot; a slot's rank is that of the paper plan with the layout the env runs there
+    (``layout_tp``), else (the env runs another layout) of its best paper plan. Under the env option
+    ``layouts="no_accumulation"`` with ``predictor="frenzy"`` every slot runs the fastest paper plan of its
+    count, so with a time-breaking ranking (``"min_gpus_fastest"``, ``"min_est_time"``, ``"min_gpu_hours"``)
+    the env runs exactly the (d, t) the ranked plan names.
 ``predictor``: the MARP estimator that decides which plans the *policy* believes fit and ranks memory
     utilisation: ``None`` (default: the env's configured predictor, so policy and mask agree), ``"frenzy"``
-    (the paper's closed form), ``"extended"`` or ``"oracle"`` (= "extended", the simulator's ground truth).
+    (the paper's closed form), ``"extended"`` or ``"oracle"`` (= "extended", the simulator's ground truth);
+    under ``plans="paper"``, ``None`` means ``"frenzy"``.
     The policy can only take actions the env allows, so its plan set is the intersection of its own
     predictor and the env's mask; when its predictor admits no plan of a job, the env's plans are used (so
     a job is never stranded).
@@ -38,10 +52,11 @@ from baselines.base import ScriptedPolicy
 from frenzy_env.cluster import get_gpu_type
 from frenzy_env.errors import unknown_name
 from frenzy_env.memory import estimate_memory_array
-from frenzy_env.planning import DEFAULT_RANKING, RANKINGS
+from frenzy_env.planning import DEFAULT_RANKING, RANKINGS, plan_resources
 from frenzy_env.policy import SimView
 
 PREDICTORS = (None, "frenzy", "extended", "oracle")
+PLANS = ("env", "paper")
 _UNRANKED = np.iinfo(np.int64).max // 2  # rank position of a plan the policy never uses
 
 
@@ -52,14 +67,19 @@ class PlanRanker:
     plan list (0 = best), :data:`_UNRANKED` for plans outside it. Computed once per job per episode.
     """
 
-    def __init__(self, view: SimView, ranking: str = DEFAULT_RANKING, predictor: str | None = None) -> None:
+    def __init__(
+        self, view: SimView, ranking: str = DEFAULT_RANKING, predictor: str | None = None, plans: str = "env"
+    ) -> None:
         if ranking not in RANKINGS:
             raise unknown_name("ranking", ranking, RANKINGS)
         if predictor not in PREDICTORS:
             raise unknown_name("predictor", predictor, [p for p in PREDICTORS if p])
+        if plans not in PLANS:
+            raise unknown_name("plans", plans, PLANS)
         self.view = view
         self.ranking = ranking
-        method = predictor or view.config.predictor
+        self.plans = plans
+        method = predictor or ("frenzy" if plans == "paper" else view.config.predictor)
         self.method = "extended" if method == "oracle" else method
         types = [get_gpu_type(t) for t in view.gpu_types]
         self._caps = np.array([g.memory_bytes for g in types], dtype=np.float64)  # (T,)
@@ -109,6 +129,12 @@ class PlanRanker:
 
     def _rank_config(self, j: int) -> tuple[np.ndarray, np.ndarray]:
         """(P,) rank position of every plan slot and (P,) whether the policy's predictor says it fits."""
+        if self.plans == "paper":
+            return self._rank_paper(j)
+        return self._rank_env(j)
+
+    def _rank_env(self, j: int) -> tuple[np.ndarray, np.ndarray]:
+        """``plans="env"``: the env's slots with the layouts it runs, checked by the policy's predictor."""
         view = self.view
         spec = view.jobs[j]
         tp = view.layout_tp[j]  # (P,) the layout the env runs at each plan slot
@@ -127,11 +153,53 @@ class PlanRanker:
             order = np.lexsort((name_rank, tp, counts, -(mem / cap)))
         elif self.ranking == "min_est_time":
             order = np.lexsort((name_rank, tp, cap, counts, times))
+        elif self.ranking == "min_gpus_fastest":
+            order = np.lexsort((name_rank, tp, cap, times, counts))
         else:  # min_gpu_hours
             order = np.lexsort((name_rank, tp, cap, times, counts * times))
         pos_row = np.empty(view.num_plans, dtype=np.int64)
         pos_row[order] = np.arange(view.num_plans)
         return pos_row, mem <= cap
+
+
+    def paper_plans(self, j: int) -> list:
+        """The paper's ranked (GPU type, d, t) plans of job ``j`` (:class:`~frenzy_env.planning.ResourcePlan`s,
+        best first): no pipeline, no accumulation, the policy's predictor, the env's plan counts, node sizes
+        and throughput settings."""
+        view = self.view
+        spec = view.jobs[j]
+        cfg = view.config
+        return plan_resources(
+            spec.model, batch_size=int(spec.batch_size), seq_len=int(spec.seq_len), gpu_types=list(view.gpu_types),
+            method=self.method, ranking=self.ranking, max_gpus=int(view.plan_count.max()),
+            gpus_per_node={t: int(view.cluster.max_gpus_per_node(t)) for t in view.gpu_types},
+            with_times=True, max_pp=1, accumulate=False, utilisation=cfg.utilisation, efficiency=cfg.efficiency,
+        )
+
+    def _rank_paper(self, j: int) -> tuple[np.ndarray, np.ndarray]:
+        """``plans="paper"``: each slot ranked by the paper plan on it that the env runs (else its best one)."""
+        view = self.view
+        slot = {
+            (view.gpu_types[t], c): p
+            for p, (t, c) in enumerate(zip(view.plan_type.tolist(), view.plan_count.tolist()))
+        }
+        env_tp = view.layout_tp[j]  # (P,) the tp the env runs at each slot
+        best = np.full(view.num_plans, _UNRANKED, dtype=np.int64)  # best paper plan of each slot
+        exact = np.full(view.num_plans, _UNRANKED, dtype=np.int64)  # the paper plan with the env's layout
+        for pos, plan in enumerate(self.paper_plans(j)):
+            p = slot.get((plan.gpu_type, plan.num_gpus))
+            if p is None:
+                continue
+            best[p] = min(best[p], pos)
+            if plan.tp == int(env_tp[p]):
+                exact[p] = min(exact[p], pos)
+        key = np.where(exact < _UNRANKED, exact, best)
+        if not (key < _UNRANKED).any():  # the paper admits no plan: rank the env's slots as plans="env" does
+            return self._rank_env(j)[0], np.zeros(view.num_plans, dtype=bool)
+        order = np.lexsort((np.arange(view.num_plans), key))
+        pos_row = np.empty(view.num_plans, dtype=np.int64)
+        pos_row[order] = np.arange(view.num_plans)
+        return pos_row, key < _UNRANKED
 
 
 class FrenzyPolicy(ScriptedPolicy):
@@ -141,19 +209,26 @@ class FrenzyPolicy(ScriptedPolicy):
     ----------
     env: the (possibly wrapped) FrenzyEnv.
     ranking: MARP plan ranking (see the module docstring); default ``"min_gpus"``.
-    predictor: MARP estimator of the policy (``None``: the env's).
+    predictor: MARP estimator of the policy (``None``: the env's; under ``plans="paper"``, ``"frenzy"``).
+    plans: ``"env"`` (default: the env's plan slots and layouts) or ``"paper"`` (the paper's (type, d, t)
+        plans without accumulation; see the module docstring).
     """
 
     name = "frenzy"
 
-    def __init__(self, env: Any, ranking: str = DEFAULT_RANKING, predictor: str | None = None) -> None:
+    def __init__(
+        self, env: Any, ranking: str = DEFAULT_RANKING, predictor: str | None = None, plans: str = "env"
+    ) -> None:
         super().__init__(env)
         if ranking not in RANKINGS:
             raise unknown_name("ranking", ranking, RANKINGS)
         if predictor not in PREDICTORS:
             raise unknown_name("predictor", predictor, [p for p in PREDICTORS if p])
+        if plans not in PLANS:
+            raise unknown_name("plans", plans, PLANS)
         self.ranking = ranking
         self.predictor = predictor
+        self.plans = plans
         self._ranker: PlanRanker | None = None
 
     def reset(self) -> None:
@@ -164,7 +239,7 @@ class FrenzyPolicy(ScriptedPolicy):
     def ranker(self) -> PlanRanker:
         """The plan ranker of the current simulator (rebuilt when the env builds a new one)."""
         if self._ranker is None or self._ranker.view is not self.view:
-            self._ranker = PlanRanker(self.view, self.ranking, self.predictor)
+            self._ranker = PlanRanker(self.view, self.ranking, self.predictor, self.plans)
         return self._ranker
 
     def act(self, mask: np.ndarray) -> int:
@@ -183,4 +258,4 @@ class FrenzyPolicy(ScriptedPolicy):
         return env.first_start + k * p + int(np.argmin(score[k]))
 
 
-__all__ = ["FrenzyPolicy", "PlanRanker", "PREDICTORS"]
+__all__ = ["FrenzyPolicy", "PlanRanker", "PLANS", "PREDICTORS"]

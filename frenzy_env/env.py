@@ -55,6 +55,11 @@ class FrenzyEnv(gym.Env):
     by its next start: :meth:`ClusterSimulator.preempt`); ``preempt_action(job)`` gives the index. "Wait" and
     the timed waits are legal while anything is pending (a finish, an OOM, an arrival, a wake-up), so no policy
     can keep an episode from ending by waiting.
+    A plan slot p is a (GPU type, GPU count); the layout it runs is the ``layouts`` option: ``"predictor"``
+    (the default, v4) the predictor's fastest feasible (dp, tp, pp, micro-batch) layout, accumulation and
+    pipelines included; ``"no_accumulation"`` (opt-in, the default from v5) the fastest feasible layout with
+    ``pp == 1`` and no gradient accumulation (MARP's (d, t) plans, per-GPU batch ``B / d``), else the
+    ``"predictor"`` choice. The spaces are the same under both.
     ``action_masks()`` gives exactly the legal actions: the plan is memory-feasible under the predictor,
     has not crashed for that job before, and is placeable on currently free GPUs; resizing to the current
     plan is masked. An illegal action is a no-op with a penalty (``info["invalid_actions"]`` counts them).
@@ -114,7 +119,8 @@ class FrenzyEnv(gym.Env):
     the opt-in "residual": the estimate times a per-job factor drawn from measured residuals) and
     ``memory_margin`` (fraction of GPU memory the masks keep free, default 0); ``efficiency`` ("flat", v4's
     speed, or the opt-in "microbatch": per-GPU efficiency rising with the micro-batch, accumulation not free,
-    :mod:`frenzy_env.efficiency`)). Unknown keywords raise
+    :mod:`frenzy_env.efficiency`); ``layouts`` ("predictor", v4's plan-slot layouts, or the opt-in
+    "no_accumulation", see Action Space)). Unknown keywords raise
     :class:`ConfigError`. Window sizes: on the shipped ITP week under Frenzy more than 64 jobs wait at 2% of
     decisions and more than 64 run at none (at 32 and 16 slots: 8.5% and 76%).
 

@@ -31,9 +31,11 @@ from frenzy_env.memory import (
 )
 from frenzy_env.models import ModelSpec, get_model
 
-RANKINGS = ("min_gpus", "max_mem_util", "min_est_time", "min_gpu_hours")
+RANKINGS = ("min_gpus", "max_mem_util", "min_est_time", "min_gpu_hours", "min_gpus_fastest")
 #: Frenzy's "tightest fit": the fewest GPUs, then the smallest GPU that holds the job.
 DEFAULT_RANKING = "min_gpus"
+#: The rankings that need predicted iteration times.
+TIMED_RANKINGS = ("min_est_time", "min_gpu_hours", "min_gpus_fastest")
 
 
 @dataclass(frozen=True)
@@ -254,8 +256,9 @@ def _feasible(
     return table, g, mb, mem, ok, mem_c
 
 
-def _iter_times(spec, b, s, table: _GpuTable, t_idx, dp_f, tp_f, pp_f, mb_f) -> np.ndarray:
-    """Estimated seconds per iteration of the given plans (consolidated placement); nan without a model."""
+def _iter_times(spec, b, s, table: _GpuTable, t_idx, dp_f, tp_f, pp_f, mb_f, speed=None) -> np.ndarray:
+    """Estimated seconds per iteration of the given plans (consolidated placement); nan without a model.
+    ``speed``: extra keywords of :func:`frenzy_env.throughput.iteration_time_array` (utilisation, efficiency)."""
     out = np.full(t_idx.shape, np.nan)
     try:
         from frenzy_env.throughput import iteration_time_array
@@ -267,7 +270,7 @@ def _iter_times(spec, b, s, table: _GpuTable, t_idx, dp_f, tp_f, pp_f, mb_f) -> 
         span = np.maximum(1.0, np.ceil(n / table.per_node[ti]))
         out[sel] = iteration_time_array(
             spec, batch_size=b, seq_len=s, gpu=table.gpus[ti], dp=dp_f[sel], tp=tp_f[sel], nodes_spanned=span,
-            pp=pp_f[sel], micro_batch=mb_f[sel],
+            pp=pp_f[sel], micro_batch=mb_f[sel], **(speed or {}),
         )
     return out
 
@@ -300,6 +303,8 @@ def _rank(ranking, table: _GpuTable, t_idx, n_f, tp_f, pp_f, mem_f, cap_f, times
     t_safe = np.nan_to_num(times, nan=np.inf)
     if ranking == "min_est_time":
         return np.lexsort((name_rank, tp_f, pp_f, cap_f, n_f, t_safe))
+    if ranking == "min_gpus_fastest":
+        return np.lexsort((name_rank, tp_f, pp_f, cap_f, t_safe, n_f))
     return np.lexsort((name_rank, tp_f, pp_f, cap_f, t_safe, n_f * t_safe))  # min_gpu_hours
 
 
@@ -316,6 +321,8 @@ def plan_resources(
     with_times: bool | None = None,
     max_pp: int | None = None,
     accumulate: bool = True,
+    utilisation: float | None = None,
+    efficiency: str | None = None,
     **options: object,
 ) -> PlanList:
     """Every feasible (gpu_type, dp, tp, pp) plan of a job, best first (MARP, Frenzy arXiv 2412.14479).
@@ -333,7 +340,10 @@ def plan_resources(
       smallest GPU memory that fits (equal memory: the cheaper GPU per hour), then the smaller ``tp``;
     - ``"max_mem_util"``: highest predicted memory utilisation, then fewest GPUs, then smaller ``tp``;
     - ``"min_est_time"``: shortest predicted iteration time, then fewest GPUs, then smaller memory;
-    - ``"min_gpu_hours"``: smallest GPUs x iteration time, then the shorter time, then smaller memory.
+    - ``"min_gpu_hours"``: smallest GPUs x iteration time, then the shorter time, then smaller memory;
+    - ``"min_gpus_fastest"``: fewest GPUs (MARP's "required number" of GPUs), then the shortest predicted
+      iteration (HAS's "optimize training efficiency", arXiv 2412.14479's abstract), then smaller memory:
+      the tightest fit in GPUs without ``"min_gpus"``'s preference for the smallest (slowest) GPU.
 
     Parameters
     ----------
@@ -345,6 +355,9 @@ def plan_resources(
     max_pp: most pipeline stages (``None``: as many as the GPU count and the layers allow; 1: no pipeline).
     accumulate: allow gradient accumulation (``False``: the micro-batch is the whole per-replica batch).
         ``max_pp=1, accumulate=False`` is the plan search without either (the (dp, tp) plans of before).
+    utilisation, efficiency: the throughput model's settings for ``est_iter_time``
+        (:func:`frenzy_env.throughput.iteration_time_array`; ``None``: its defaults), e.g. a simulator's
+        ``SimConfig.utilisation`` and ``SimConfig.efficiency`` so the times are the ones it charges.
     options: estimator options (see :func:`estimate_memory`); not ``pp`` or ``micro_batch``, which the
         search chooses.
 
@@ -365,9 +378,10 @@ def plan_resources(
     dp_f, tp_f, pp_f = g.dp[p_idx], g.tp[p_idx], g.pp[p_idx]
     mem_f, mb_f = mem[t_idx, p_idx], mb[t_idx, p_idx]
     cap_f = table.caps[t_idx]
-    need_times = ranking in ("min_est_time", "min_gpu_hours")
+    need_times = ranking in TIMED_RANKINGS
     if with_times or (with_times is None and need_times):
-        times = _iter_times(spec, b, s, table, t_idx, dp_f, tp_f, pp_f, mb_f)
+        speed = {k: v for k, v in (("utilisation", utilisation), ("efficiency", efficiency)) if v is not None}
+        times = _iter_times(spec, b, s, table, t_idx, dp_f, tp_f, pp_f, mb_f, speed)
     else:
         times = np.full(t_idx.shape, np.nan)
     n_f = dp_f * tp_f * pp_f

@@ -20,6 +20,7 @@ CHECKPOINT_BYTES_PER_PARAM = 12.0
 PREDICTORS = ("frenzy", "extended", "oracle")
 MEMORY_TRUTHS = ("estimate", "residual")  # SimConfig.memory_truth (see frenzy_env.memory_truth)
 WORK_INFO = ("exact", "noisy", "none")
+LAYOUTS = ("predictor", "no_accumulation")  # SimConfig.layouts: which layout a (GPU type, count) plan slot runs
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,14 @@ class SimConfig:
         ``utilisation`` at 16384 tokens, and each extra accumulation step costs its micro-batch's time plus
         2 ms (:mod:`frenzy_env.efficiency`). Trace work is derived under the same option, so recorded
         durations hold at the recorded GPU count on the reference type.
+    layouts: which (dp, tp, pp, micro-batch) layout a plan slot (GPU type, GPU count) runs: "predictor" (the
+        default, env v4) -- the fastest legal layout the predictor admits, pipelines and gradient
+        accumulation included; "no_accumulation" (opt-in; the default from env v5) -- the fastest layout
+        without pipeline stages or accumulation (``pp == 1``, micro-batch = the per-replica batch
+        ``ceil(batch / dp)``: Frenzy's MARP plans, per-GPU batch ``B / d``) that the predictor admits, falling
+        back to the "predictor" choice on a slot where the predictor admits none. With ``predictor="frenzy"``
+        a slot then runs exactly the (d, t) plan of the paper's search on that count
+        (:func:`frenzy_env.planning.plan_resources` with ``max_pp=1, accumulate=False``) that is fastest.
     """
 
     predictor: str = "extended"
@@ -117,6 +126,7 @@ class SimConfig:
     work_noise: float = 0.5
     utilisation: float = DEFAULT_UTILISATION
     efficiency: str = "flat"
+    layouts: str = "predictor"
 
     def __post_init__(self) -> None:
         if self.predictor not in PREDICTORS:
@@ -149,6 +159,8 @@ class SimConfig:
         if not (0 < self.utilisation <= 1):
             raise ConfigError(f"utilisation must be in (0, 1], got {self.utilisation!r}")
         check_efficiency(self.efficiency)
+        if self.layouts not in LAYOUTS:
+            raise ConfigError(f"layouts must be one of {', '.join(LAYOUTS)}, got {self.layouts!r}")
 
     @classmethod
     def from_dict(cls, values: dict) -> SimConfig:

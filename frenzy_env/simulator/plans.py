@@ -4,7 +4,9 @@ throughput/feasibility matrix), computed once per (cluster, workload, config, se
 A *plan slot* ``p`` is a (GPU type, GPU count) pair, count in 1, 2, 4, ... up to ``max_plan_gpus``. For each
 job and plan slot the table holds the layout the predictor picks (the fastest legal (dp, tp, pp,
 micro-batch) layout, :func:`frenzy_env.layouts.plan_layouts`, that the predictor says fits; among equally
-fast ones the fewest pipeline stages, the smallest tp and the largest micro-batch; ``layout_tp``, and per
+fast ones the fewest pipeline stages, the smallest tp and the largest micro-batch; under
+``SimConfig.layouts="no_accumulation"`` only those with ``pp == 1`` and no accumulation, when the predictor admits
+one; ``layout_tp``, and per
 distinct configuration ``_row_pp_l``, ``_row_mb_l``), whether the predictor says it fits
 (``pred_ok``), whether it truly fits (``true_ok``, the "extended" estimator, times the job's ``memory_factor``
 under ``memory_truth="residual"``: :mod:`frenzy_env.memory_truth`), and its seconds per iteration on
@@ -125,7 +127,7 @@ class PlanTable:
         rows: list[tuple] = []
         # what every row of this table shares in the process-wide cache's key (see _cached_row)
         shared = (
-            cfg.predictor, cfg.utilisation, cfg.efficiency, tuple(get_gpu_type(t) for t in self.gpu_types),
+            cfg.predictor, cfg.utilisation, cfg.efficiency, cfg.layouts, tuple(get_gpu_type(t) for t in self.gpu_types),
             self.max_node_gpus.tobytes(), self.plan_counts_levels.tobytes(), self._empty_cap.tobytes(),
         )
         # memory_truth="residual": each job's true peak is the estimate x its factor (frenzy_env.memory_truth),
@@ -228,6 +230,7 @@ class PlanTable:
         best_mb = np.full(p, int(batch), dtype=np.int64)
         best_it = np.full(p, np.inf)
         pred_method = "extended" if cfg.predictor == "oracle" else cfg.predictor
+        no_acc = cfg.layouts == "no_accumulation"
         counts = self.plan_counts_levels.tolist()
         for t_idx, t_name in enumerate(self.gpu_types):
             gpu = get_gpu_type(t_name)
@@ -268,6 +271,10 @@ class PlanTable:
                     continue
                 ok = sel[pred_fit[sel]]
                 choose = ok if ok.size else sel  # fastest predicted-feasible layout, else fastest
+                if no_acc and ok.size:  # layouts="no_accumulation": MARP's (d, t) plans where the predictor admits one
+                    plain = ok[(pp_a[ok] == 1) & (mb_a[ok] == -(-batch // dp_a[ok]))]
+                    if plain.size:
+                        choose = plain
                 best = choose[np.argmin(it[choose])]
                 pred_ok[slot] = bool(ok.size)
                 true_ok[slot] = bool(true_fit[best])
