@@ -164,11 +164,13 @@ def run_episode(
     """Play one episode of ``env`` with ``policy`` (:func:`play`); returns per-job records and metrics.
 
     ``env`` may be wrapped (``gymnasium.make``); the simulator is read from ``env.unwrapped``.
-    Decision latency is the wall time of each ``predict`` call.
+    Decision latency is the wall time of each ``predict`` call. An episode that ``max_steps`` stops before it
+    ends is reported as truncated (``episode_metrics(truncated=True)``: ``truncated``, ``unfinished``,
+    ``avg_time_in_system_h`` and the rest), as the env reports one its own budgets cut.
     """
     base = env.unwrapped
-    info, _, lat = play(env, policy, seed, deterministic=deterministic, max_steps=max_steps)
-    metrics = dict(info.get("metrics") or base.episode_metrics())
+    info, terminated, lat = play(env, policy, seed, deterministic=deterministic, max_steps=max_steps)
+    metrics = dict(info.get("metrics") or base.episode_metrics(truncated=not terminated))
     metrics["latency_median_ms"] = float(np.median(lat) * 1e3) if lat.size else 0.0
     metrics["latency_p99_ms"] = float(np.percentile(lat, 99) * 1e3) if lat.size else 0.0
     metrics["decisions"] = float(lat.size)

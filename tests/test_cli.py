@@ -117,3 +117,21 @@ def test_train_agent_knob_takes_only_its_flags_and_trains_resumably(tmp_path, ca
     from stable_baselines3 import PPO
 
     assert PPO.load(out / "model.zip").num_timesteps == 384
+
+
+def test_env_keywords_reach_every_env_and_the_manifest(tmp_path, capsys):
+    """``--env KEY=VALUE`` passes a FrenzyEnv keyword to every env (recorded in the manifest's simulator
+    options); a misspelt key fails before any episode, naming it; a key with a flag of its own is refused."""
+    out = tmp_path / "run"
+    argv = ["evaluate", "--policies", "fifo", "--workload", "synthetic-small", "--max-jobs", "6", "--seeds", "1",
+            "--no-progress", "--out", str(out), "--env", "memory_margin=0.1", "--env", "efficiency=microbatch"]
+    assert main(argv) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert json.dumps(manifest["env"]).count('"memory_margin": 0.1') == 1
+    assert '"efficiency": "microbatch"' in json.dumps(manifest["env"])
+    capsys.readouterr()
+    assert main([*argv[:-4], "--env", "efficency=microbatch"]) == 2
+    assert "did you mean 'efficiency'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--env", "predictor=frenzy"])
+    assert "use --predictor" in capsys.readouterr().err

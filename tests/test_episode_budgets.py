@@ -278,3 +278,17 @@ def test_the_checkpoint_is_written_before_validation_and_a_kill_during_it_resume
     assert curve(straight) == curve(resumed) and len(curve(straight)) == 4
     a, b = (th.load(d / "checkpoint.pt", weights_only=False)["policy"] for d in (straight, resumed))
     assert all(th.equal(a[k], b[k]) for k in a)
+
+
+def test_run_episode_stopped_by_its_max_steps_reports_a_truncated_episode():
+    """``run_episode(max_steps=N)`` that stops an episode before its end says so in the metrics, as the env's
+    own budgets do; an episode that ends is reported as before (no truncation keys)."""
+    import baselines
+    from frenzy_env.env import FrenzyEnv
+    from frenzy_env.evaluation import run_episode
+
+    env = FrenzyEnv(workload="synthetic-small")
+    cut = run_episode(env, baselines.make_policy("fifo", env), seed=0, max_steps=5).metrics
+    assert cut["truncated"] == 1.0 and cut["decisions"] == 5.0 and cut["unfinished"] + cut["not_arrived"] > 0
+    whole = run_episode(env, baselines.make_policy("fifo", env), seed=0).metrics
+    assert "truncated" not in whole and whole["finished"] + whole["rejected"] == whole["jobs"]

@@ -66,6 +66,30 @@ def output_folder(out: Path | None) -> Path | None:
     return out
 
 
+#: FrenzyEnv keywords that have flags of their own (--env refuses them)
+_OWN_FLAGS = {"cluster": "--cluster", "workload": "--workload", "predictor": "--predictor",
+              "preemption": "--preemption"}
+
+
+def env_option(text: str) -> tuple[str, object]:
+    """argparse type of ``--env``: ``KEY=VALUE`` -> ``(KEY, value)`` (value by
+    :func:`frenzy_env.cli.policies.keyword_value`)."""
+    from frenzy_env.cli.policies import keyword_value
+
+    key, eq, value = text.partition("=")
+    key = key.strip()
+    if not eq or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    if key in _OWN_FLAGS:
+        raise argparse.ArgumentTypeError(f"{key} has a flag of its own: use {_OWN_FLAGS[key]}")
+    return key, keyword_value(value.strip())
+
+
+def env_keywords(args: argparse.Namespace) -> dict[str, object]:
+    """The ``--env`` keywords as a dict (a key given twice: the last value)."""
+    return dict(getattr(args, "env_options", None) or [])
+
+
 def choice_list(kind: str, known: tuple[str, ...]) -> Any:
     """argparse type: a comma list of names from ``known`` (e.g. benchmark sections, reproduce scenarios)."""
 

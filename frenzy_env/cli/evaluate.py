@@ -11,7 +11,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from frenzy_env.cli.common import CommandFailed, csv_list, output_folder, positive_float, positive_int
+from frenzy_env.cli.common import (
+    CommandFailed,
+    csv_list,
+    env_keywords,
+    env_option,
+    output_folder,
+    positive_float,
+    positive_int,
+)
 from frenzy_env.cli.policies import model_arg
 from frenzy_env.errors import FrenzyError
 
@@ -95,6 +103,12 @@ def add_parser(sub: Any) -> None:
         help="first seed (seeds are SEED_START .. SEED_START+N-1); the shipped agents never saw seeds >= 1000",
     )
     p.add_argument("--predictor", choices=("frenzy", "extended", "oracle"), default="extended")
+    p.add_argument(
+        "--env", type=env_option, action="append", default=[], metavar="KEY=VALUE", dest="env_options",
+        help="a FrenzyEnv keyword for every env of the run (repeatable), e.g. --env efficiency=microbatch --env "
+        "memory_truth=residual --env layouts=no_accumulation (the world options of docs/world.md); values are "
+        "read as True/False/None, numbers or text; an unknown keyword fails before any episode",
+    )
     p.add_argument(
         "--preemption", action="store_true",
         help="envs with preempt actions (FrenzyEnv(preemption=True)): needed by sia and sia_srpt with preempt=True "
@@ -277,7 +291,7 @@ def run(args: argparse.Namespace) -> int:
 
     def make_env(workload: str, **overrides: Any) -> FrenzyEnv:
         return FrenzyEnv(cluster=cluster, workload=factory(workload), predictor=args.predictor,
-                         preemption=args.preemption, **overrides)
+                         preemption=args.preemption, **{**env_keywords(args), **overrides})
 
     first_env = make_env(workloads[0])
     policy_specs.check(specs, first_env)  # every model file and MODULE:ATTR, before any episode

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from frenzy_env.cli.common import CommandFailed, output_folder
+from frenzy_env.cli.common import CommandFailed, env_keywords, output_folder
 from frenzy_env.errors import FrenzyError
 
 DEFAULT_REFERENCE = "srpt_est"
@@ -79,7 +79,7 @@ def run_suite(args: argparse.Namespace, policy_names: list[str]) -> int:
 
     def make_env(workload: str, **overrides: Any) -> FrenzyEnv:
         return FrenzyEnv(cluster=cluster, workload=generators[workload], predictor=args.predictor,
-                         preemption=args.preemption, **overrides)
+                         preemption=args.preemption, **{**env_keywords(args), **overrides})
 
     first_env = make_env(items[0].name)
     policy_specs.check(specs, first_env)  # every model file and MODULE:ATTR, before any episode
