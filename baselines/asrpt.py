@@ -78,7 +78,7 @@ import numpy as np
 
 from baselines.base import ScriptedPolicy
 from baselines.frenzy import PlanRanker
-from baselines.heavy_edge import COMM_HEAVY, DEFAULT_TAU, HeavyEdge, check_placement
+from baselines.heavy_edge import COMM_HEAVY, DEFAULT_TAU, HeavyEdge, check_placement, start_action
 from frenzy_env.errors import ConfigError, unknown_name
 from frenzy_env.policy import DONE, QUEUED, REJECTED, SimView
 from frenzy_env.workload import JobSpec, Workload
@@ -387,22 +387,7 @@ class AsrptPolicy(ScriptedPolicy):
         return due
 
     def _try_start(self, j: int, k: int, mask: np.ndarray, horizon: float) -> int | None:
-        view, env = self.view, self.env
-        p_n = view.num_plans
-        cand = self._cands[j]
-        cand = cand[~view.oom_known[j, cand]]
-        if cand.size == 0:
-            cand = self.ranker.ranked(j)  # every plan of g_i GPUs crashed: its other plans, ranked
-        row = mask[env.first_start + k * p_n : env.first_start + (k + 1) * p_n]
-        legal = cand[row[cand]]
-        if legal.size == 0:
-            return None
-        if not self.heavy[j] or horizon >= self.deadline[j]:
-            return env.first_start + k * p_n + int(legal[0])
-        for p in legal.tolist():
-            if self._he.consolidated(j, p):
-                return env.first_start + k * p_n + p
-        return None  # heavy: wait for a consolidated placement
+        return start_action(self, self._he, j, k, mask, self._cands[j], horizon >= self.deadline[j])
 
     def act(self, mask: np.ndarray) -> int:
         view = self.ensure_setup()

@@ -87,3 +87,28 @@ class HeavyEdge:
 
 
 __all__ = ["HeavyEdge", "PLACEMENTS", "COMM_HEAVY", "DEFAULT_TAU", "check_placement"]
+
+
+def start_action(
+    policy: Any, he: HeavyEdge, j: int, k: int, mask: np.ndarray, cand: np.ndarray, deadline_passed: bool
+) -> int | None:
+    """The start action of queued job ``j`` (queue slot ``k``) on the first legal plan of ``cand`` (plans of its
+    GPU count, fastest first) that has not run out of memory before, or else on any of its ranked plans
+    (``policy.ranker``); a heavy job (``policy.heavy[j]``) takes only a consolidated placement until
+    ``deadline_passed``. None: no such plan can start now."""
+    view, env = policy.view, policy.env
+    p_n = view.num_plans
+    cand = cand[~view.oom_known[j, cand]]
+    if cand.size == 0:
+        cand = policy.ranker.ranked(j)  # every plan of g_i GPUs crashed: its other plans, ranked
+    row = mask[env.first_start + k * p_n : env.first_start + (k + 1) * p_n]
+    legal = cand[row[cand]]
+    if legal.size == 0:
+        return None
+    if not policy.heavy[j] or deadline_passed:
+        return env.first_start + k * p_n + int(legal[0])
+    for p in legal.tolist():
+        if he.consolidated(j, p):
+            return env.first_start + k * p_n + p
+    return None  # heavy: wait for a consolidated placement
+
