@@ -194,7 +194,7 @@ def evaluate(agent: Agent, args: Args) -> list[dict]:
 
     class Policy:  # the evaluation loop's interface: predict(...) and reset()
         def reset(self) -> None:
-            pass
+            """Nothing to reset: the agent keeps no state between decisions."""
 
         def predict(self, obs, state=None, episode_start=None, deterministic=True, action_masks=None):
             x, mask = flatten(obs)

@@ -189,6 +189,30 @@ class IterationForest:
         self.fits += 1
 
 
+def history_forest(view: Any, predictor: str, unseen: str, seed: int, history: Any) -> IterationForest | None:
+    """The ``forest`` predictor's :class:`IterationForest` for an episode, taught the true iterations of the
+    ``history`` workload's jobs on ``view``'s cluster and speed settings; None for the other predictors."""
+    if predictor != "forest":
+        return None
+    forest = IterationForest(unseen, seed=seed)
+    if history is not None:
+        cfg = view.config
+        iters = history.work_iterations(view.cluster, utilisation=cfg.utilisation, efficiency=cfg.efficiency)
+        for job, it in zip(history.jobs, iters.tolist()):
+            forest.observe(job, it)
+    return forest
+
+
+def predicted_iterations(view: Any, predictor: str, forest: IterationForest | None, j: int) -> float:
+    """Job ``j``'s iterations as ``predictor`` sees them: the truth (``perfect``, an oracle), the env's
+    estimate (``estimate``) or ``forest``'s prediction (never below 0)."""
+    if predictor == "perfect":
+        return float(view.work[j])
+    if predictor == "estimate":
+        return float(view.work_estimate[j])
+    return max(0.0, forest.predict(view.jobs[j]))
+
+
 class AsrptPolicy(ScriptedPolicy):
     """A-SRPT: virtual SRPT order, strict pending queue, communication-aware waiting (module docstring).
 
@@ -247,12 +271,7 @@ class AsrptPolicy(ScriptedPolicy):
     def setup(self, view: SimView) -> None:
         n = view.num_jobs
         self.ranker = PlanRanker(view)
-        self.forest = IterationForest(self.unseen, seed=self.seed) if self.predictor == "forest" else None
-        if self.forest is not None and self.history is not None:
-            cfg = view.config
-            iters = self.history.work_iterations(view.cluster, utilisation=cfg.utilisation, efficiency=cfg.efficiency)
-            for job, it in zip(self.history.jobs, iters.tolist()):
-                self.forest.observe(job, it)
+        self.forest = history_forest(view, self.predictor, self.unseen, self.seed, self.history)
         self.vt = float(view.submit[0])  # virtual clock
         self._vnext = 0  # next job index to arrive in the virtual instance
         self._vheap: list[tuple[float, float, int, int]] = []  # (remaining, submit, job_id, job index)
@@ -287,12 +306,7 @@ class AsrptPolicy(ScriptedPolicy):
         return self._he.comm_ratio(j, plan)
 
     def _predict_iterations(self, j: int) -> float:
-        view = self.view
-        if self.predictor == "perfect":
-            return float(view.work[j])
-        if self.predictor == "estimate":
-            return float(view.work_estimate[j])
-        return max(0.0, self.forest.predict(view.jobs[j]))
+        return predicted_iterations(self.view, self.predictor, self.forest, j)
 
     # ------------------------------------------------------------------ virtual SRPT instance
     def _virtual_arrive(self, j: int) -> None:

@@ -49,7 +49,14 @@ from typing import Any
 
 import numpy as np
 
-from baselines.asrpt import ASRPT_PREDICTORS, UNSEEN, IterationForest, _history_workload, count_and_candidates
+from baselines.asrpt import (
+    ASRPT_PREDICTORS,
+    UNSEEN,
+    _history_workload,
+    count_and_candidates,
+    history_forest,
+    predicted_iterations,
+)
 from baselines.base import ScriptedPolicy
 from baselines.frenzy import PlanRanker
 from baselines.heavy_edge import COMM_HEAVY, DEFAULT_TAU, HeavyEdge, check_placement, start_action
@@ -115,12 +122,7 @@ class QueueOrderPolicy(ScriptedPolicy):
         n = view.num_jobs
         self.ranker = PlanRanker(view)
         self.he = HeavyEdge(view, self.placement, self.comm_heavy)
-        self.forest = IterationForest(self.unseen, seed=self.seed) if self.predictor == "forest" else None
-        if self.forest is not None and self.history is not None:
-            cfg = view.config
-            iters = self.history.work_iterations(view.cluster, utilisation=cfg.utilisation, efficiency=cfg.efficiency)
-            for job, it in zip(self.history.jobs, iters.tolist()):
-                self.forest.observe(job, it)
+        self.forest = history_forest(view, self.predictor, self.unseen, self.seed, self.history)
         self.known = np.zeros(n, dtype=bool)  # (J,) per-job quantities computed
         self.gpus = np.zeros(n, dtype=np.int64)  # (J,) g_i
         self.pred_iters = np.zeros(n)  # (J,) n_i
@@ -138,12 +140,7 @@ class QueueOrderPolicy(ScriptedPolicy):
         self._cands[j] = cand
         self.gpus[j] = g
         self.alpha[j] = float(view.iter_time[j, cand[0]])
-        if self.predictor == "perfect":
-            self.pred_iters[j] = float(view.work[j])
-        elif self.predictor == "estimate":
-            self.pred_iters[j] = float(view.work_estimate[j])
-        else:
-            self.pred_iters[j] = max(0.0, self.forest.predict(view.jobs[j]))
+        self.pred_iters[j] = predicted_iterations(view, self.predictor, self.forest, j)
         self.heavy[j] = self.he.is_heavy(j, int(cand[0]))
         if self.heavy[j]:
             self.deadline[j] = float(view.submit[j]) + self.tau * self.pred_iters[j] * self.alpha[j]
