@@ -8,7 +8,7 @@ Run it (from the repository root)::
 
 Every field of :class:`Args` is a flag (``--learning-rate 1e-3``; booleans take ``true``/``false``).
 
-**Environment.** ``frenzy/HeteroClusterSmall-v4`` (the 96-GPU "frenzy-testbed") made smaller through
+**Environment.** ``frenzy/HeteroClusterSmall-v5`` (the 96-GPU "frenzy-testbed") made smaller through
 ``gym.make`` keywords: 8 queue slots and 8 running slots (292 actions instead of 2,308) and a synthetic
 workload of 20 jobs at offered load 0.8. Each reset draws a new workload from its seed: training uses seeds
 from 10,000 up, the final evaluation seeds 0, 1, ... (never trained on). The episode budgets ``max_steps`` (30
@@ -70,7 +70,7 @@ from frenzy_env.wrappers import ReferenceReward
 @dataclass
 class Args:
     seed: int = 0
-    env_id: str = "frenzy/HeteroClusterSmall-v4"
+    env_id: str = "frenzy/HeteroClusterSmall-v5"
     num_jobs: int = 20              # jobs per workload (synthetic, offered load 0.8)
     queue_slots: int = 8
     running_slots: int = 8

@@ -19,8 +19,8 @@ report illegal actions per iteration (``invalid_actions`` in ``train_log.json``;
 RLlib outside the CLI
 ---------------------
 ``from agents.rllib import register_rllib_envs; register_rllib_envs()`` registers every ``frenzy/*`` id
-(e.g. ``"frenzy/HeteroClusterSmall-v4"``) with ``ray.tune.registry.register_env``, so that
-``PPOConfig().environment("frenzy/HeteroClusterSmall-v4", env_config={...})`` works. Each id creates
+(e.g. ``"frenzy/HeteroClusterSmall-v5"``) with ``ray.tune.registry.register_env``, so that
+``PPOConfig().environment("frenzy/HeteroClusterSmall-v5", env_config={...})`` works. Each id creates
 :func:`make_rllib_env`: the env in :class:`RLlibActionMaskObservation`, i.e. ``{"action_mask": float32 (A,),
 "observations": float32 (F,)}``, the layout of RLlib's stock ``ActionMaskingTorchRLModule``
 (``ray.rllib.examples.rl_modules.classes.action_masking_rlm``), which :class:`MaskedPPOTorchRLModule` also
@@ -363,7 +363,7 @@ def register_rllib_envs() -> tuple[str, ...]:
     """Make the frenzy env ids usable as ``PPOConfig().environment(<id>)`` in RLlib; returns the ids.
 
     Registers with ``ray.tune.registry.register_env`` every :func:`frenzy_env_ids` id (e.g.
-    ``"frenzy/HeteroClusterSmall-v4"``), each creating :func:`make_rllib_env` of that id (the
+    ``"frenzy/HeteroClusterSmall-v5"``), each creating :func:`make_rllib_env` of that id (the
     :class:`RLlibActionMaskObservation` layout of RLlib's stock ``ActionMaskingTorchRLModule``; the
     ``env_config`` dict overrides the id's FrenzyEnv keyword arguments), and :data:`ENV_NAME` with
     :func:`make_env` (the raw Dict observation, for :class:`MaskedPPOTorchRLModule`). Ray's registry

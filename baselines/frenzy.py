@@ -15,14 +15,15 @@ What the policy does, at every decision (it acts only through the environment's 
 Options (keyword names are public API)
 --------------------------------------
 ``ranking``: how MARP orders a job's plans (:data:`frenzy_env.planning.RANKINGS`; the paper defines none).
-    Default :data:`frenzy_env.planning.DEFAULT_RANKING` = ``"min_gpus"`` -- fewest GPUs, then the smallest GPU
-    memory that holds the job (equal memory: the cheaper GPU per hour), then the smaller ``tp``: Frenzy's
-    "tightest fit". ``"max_mem_util"`` (highest predicted memory utilisation), ``"min_est_time"`` (shortest
-    predicted iteration time), ``"min_gpu_hours"`` (fewest GPUs x iteration time), ``"min_gpus_fastest"``
-    (fewest GPUs, then the shortest predicted iteration: the paper's "required number" of GPUs, then HAS's
-    "training efficiency", instead of the smallest, slowest, GPU) as in :func:`frenzy_env.planning.plan_resources`.
-``plans``: where the policy's plans come from. ``"env"`` (the default, the behaviour of env v4): the env's plan
-    slots with the layout the env runs at each (above). ``"paper"`` (opt-in): MARP as the paper plans -- every
+    Default :data:`frenzy_env.planning.DEFAULT_RANKING` = ``"min_gpus_fastest"`` -- fewest GPUs (the paper's
+    "required number" of GPUs), then the shortest predicted iteration (HAS's "training efficiency"), then the
+    smaller GPU memory. ``"min_gpus"`` (the default until env v5: fewest GPUs, then the smallest GPU memory that
+    holds the job, equal memory the cheaper GPU per hour, then the smaller ``tp``; a "tightest fit" that
+    prefers the smallest, slowest GPU), ``"max_mem_util"`` (highest predicted memory utilisation),
+    ``"min_est_time"`` (shortest predicted iteration time), ``"min_gpu_hours"`` (fewest GPUs x iteration time),
+    as in :func:`frenzy_env.planning.plan_resources`.
+``plans``: where the policy's plans come from. ``"env"`` (the default until env v5): the env's plan
+    slots with the layout the env runs at each (above). ``"paper"`` (the default): MARP as the paper plans -- every
     (GPU type, d, t) plan with ``d * t`` a power-of-two count up to the env's largest slot, ``t`` dividing the
     attention heads and within one node of the type, no pipeline and no gradient accumulation (per-GPU batch
     ``B / d``), that fits by the paper's formula (predictor ``"frenzy"``, unless ``predictor`` names
@@ -30,8 +31,8 @@ Options (keyword names are public API)
     (:func:`frenzy_env.planning.plan_resources` with ``max_pp=1, accumulate=False``). A plan is taken through
     its (GPU type, d x t) slot; a slot's rank is that of the paper plan with the layout the env runs there
     (``layout_tp``), else (the env runs another layout) of its best paper plan. Under the env option
-    ``layouts="no_accumulation"`` with ``predictor="frenzy"`` every slot runs the fastest paper plan of its
-    count, so with a time-breaking ranking (``"min_gpus_fastest"``, ``"min_est_time"``, ``"min_gpu_hours"``)
+    ``layouts="no_accumulation"`` (the default) with ``predictor="frenzy"`` every slot runs the fastest paper
+    plan of its count, so with a time-breaking ranking (``"min_gpus_fastest"``, ``"min_est_time"``, ``"min_gpu_hours"``)
     the env runs exactly the (d, t) the ranked plan names.
 ``predictor``: the MARP estimator that decides which plans the *policy* believes fit and ranks memory
     utilisation: ``None`` (default: the env's configured predictor, so policy and mask agree), ``"frenzy"``
@@ -68,7 +69,7 @@ class PlanRanker:
     """
 
     def __init__(
-        self, view: SimView, ranking: str = DEFAULT_RANKING, predictor: str | None = None, plans: str = "env"
+        self, view: SimView, ranking: str = DEFAULT_RANKING, predictor: str | None = None, plans: str = "paper"
     ) -> None:
         if ranking not in RANKINGS:
             raise unknown_name("ranking", ranking, RANKINGS)
@@ -217,7 +218,7 @@ class FrenzyPolicy(ScriptedPolicy):
     name = "frenzy"
 
     def __init__(
-        self, env: Any, ranking: str = DEFAULT_RANKING, predictor: str | None = None, plans: str = "env"
+        self, env: Any, ranking: str = DEFAULT_RANKING, predictor: str | None = None, plans: str = "paper"
     ) -> None:
         super().__init__(env)
         if ranking not in RANKINGS:

@@ -1,6 +1,7 @@
 """frenzy-env: a Gymnasium environment of a heterogeneous GPU cluster for LLM training jobs.
 
-``import frenzy_env`` registers the environment ids (``frenzy/HeteroCluster-v4`` and one per preset).
+``import frenzy_env`` registers the environment ids (``frenzy/HeteroCluster-v5`` and one per preset, and their
+``-v4`` ids: the previous world, :data:`frenzy_env.env.V4_WORLD`).
 """
 
 from __future__ import annotations

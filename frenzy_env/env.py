@@ -56,8 +56,8 @@ class FrenzyEnv(gym.Env):
     the timed waits are legal while anything is pending (a finish, an OOM, an arrival, a wake-up), so no policy
     can keep an episode from ending by waiting.
     A plan slot p is a (GPU type, GPU count); the layout it runs is the ``layouts`` option: ``"predictor"``
-    (the default, v4) the predictor's fastest feasible (dp, tp, pp, micro-batch) layout, accumulation and
-    pipelines included; ``"no_accumulation"`` (opt-in, the default from v5) the fastest feasible layout with
+    (v4's) the predictor's fastest feasible (dp, tp, pp, micro-batch) layout, accumulation and
+    pipelines included; ``"no_accumulation"`` (the default from v5) the fastest feasible layout with
     ``pp == 1`` and no gradient accumulation (MARP's (d, t) plans, per-GPU batch ``B / d``), else the
     ``"predictor"`` choice. The spaces are the same under both.
     ``action_masks()`` gives exactly the legal actions: the plan is memory-feasible under the predictor,
@@ -115,12 +115,12 @@ class FrenzyEnv(gym.Env):
     ``preemption`` (False: no preempt actions, the spaces and dynamics of v4 exactly), and any
     :class:`SimConfig` field (``startup_time``, ``restart_overhead``, ``checkpoint_bandwidth``,
     ``load_bandwidth``, ``oom_delay``, ``max_plan_gpus``,
-    ``placement``, ``work_info``, ``work_noise``, ``utilisation``; ``memory_truth`` ("estimate", v4's truth, or
-    the opt-in "residual": the estimate times a per-job factor drawn from measured residuals) and
-    ``memory_margin`` (fraction of GPU memory the masks keep free, default 0); ``efficiency`` ("flat", v4's
-    speed, or the opt-in "microbatch": per-GPU efficiency rising with the micro-batch, accumulation not free,
-    :mod:`frenzy_env.efficiency`); ``layouts`` ("predictor", v4's plan-slot layouts, or the opt-in
-    "no_accumulation", see Action Space)). Unknown keywords raise
+    ``placement``, ``work_info``, ``work_noise``, ``utilisation``; ``memory_truth`` ("residual", the default: the
+    extended estimate times a per-job factor drawn from measured residuals, or "estimate", v4's truth) and
+    ``memory_margin`` (fraction of GPU memory the masks keep free, default 0); ``efficiency`` ("microbatch",
+    the default: per-GPU efficiency rising with the micro-batch, accumulation not free,
+    :mod:`frenzy_env.efficiency`, or "flat", v4's speed); ``layouts`` ("no_accumulation", the default, or
+    "predictor", v4's plan-slot layouts, see Action Space)). Unknown keywords raise
     :class:`ConfigError`. Window sizes: on the shipped ITP week under Frenzy more than 64 jobs wait at 2% of
     decisions and more than 64 run at none (at 32 and 16 slots: 8.5% and 76%).
 
@@ -149,6 +149,18 @@ class FrenzyEnv(gym.Env):
       the pending start-up too. Scripted policies, which read the simulator, behave exactly as in v3.
       The ``preemption`` keyword (off by default, so v4 is unchanged) adds the preempt actions; the
       ``max_sim_hours`` keyword (None by default) a simulated-time budget.
+    * v5 (same spaces as v4; observation version 3): jobs sized like the jobs that were recorded, and a world in
+      which that sizing matters (docs/world.md). Trace and synthetic jobs take the sizing rule ``"recorded"``
+      (:mod:`frenzy_env.workload.configs`: at the recorded GPU count a per-GPU micro-batch from public
+      training configurations and at most 4 accumulation steps); per-GPU efficiency rises with the
+      micro-batch and each extra accumulation step costs its micro-batch's time (``efficiency="microbatch"``,
+      :mod:`frenzy_env.efficiency`); the true peak memory is the extended estimate times a per-job factor
+      from the estimator's leave-one-source-out residuals (``memory_truth="residual"``,
+      :mod:`frenzy_env.memory_truth`), so the ``"extended"`` predictor can fail; a plan slot runs the
+      fastest layout without pipeline or accumulation the predictor admits (``layouts="no_accumulation"``).
+      Frenzy's baseline plans as its paper does (``plans="paper"``, ranking ``"min_gpus_fastest"``). The v4
+      world stays registered as ``frenzy/HeteroCluster-v4`` (and each preset's ``-v4`` id):
+      :data:`V4_WORLD` and the workloads' ``sizing="v4"``.
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -196,7 +208,10 @@ class FrenzyEnv(gym.Env):
             self._generator = None
         else:
             self._fixed_workload = None
-            self._generator = _bind_generator(make_generator(workload), self.cluster, by_name=isinstance(workload, str))
+            self._generator = _bind_generator(
+                make_generator(workload), self.cluster, by_name=isinstance(workload, str),
+                efficiency=self.sim_config.efficiency,
+            )
         self.wait_options = _check_wait_options(wait_options)
         self.reward_scale = float(reward_scale)
         if not (isinstance(invalid_action_penalty, (int, float)) and math.isfinite(invalid_action_penalty)):
@@ -550,12 +565,15 @@ def _action_index(action: Any) -> int:
     return int(action)
 
 
-def _bind_generator(gen: Any, cluster: ClusterSpec, by_name: bool) -> Any:
-    """A preset generator named by string follows the env's cluster (load, reference GPU type)."""
+def _bind_generator(gen: Any, cluster: ClusterSpec, by_name: bool, efficiency: str | None = None) -> Any:
+    """A preset generator named by string follows the env's cluster (load, reference GPU type) and speed model
+    (``efficiency``, under which synthetic durations are drawn and offered loads computed)."""
     if not by_name or not dataclasses.is_dataclass(gen):
         return gen
     names = {f.name for f in dataclasses.fields(gen)}
     changes: dict[str, Any] = {}
+    if "efficiency" in names and efficiency is not None:
+        changes["efficiency"] = efficiency
     if "cluster" in names:
         changes["cluster"] = cluster
     if "reference_gpu_type" in names:
@@ -590,17 +608,31 @@ ENV_PRESETS: tuple[EnvPreset, ...] = (
 )
 
 
+#: The world of env v4 as keywords of the current env (its workloads also take ``sizing="v4"``): every preset
+#: is registered under its v4 id with them too, so results of v4 can be reproduced (``gym.make
+#: ("frenzy/HeteroCluster-v4")``); the learned agents shipped now are trained in the current version.
+V4_WORLD: dict[str, Any] = {"efficiency": "flat", "memory_truth": "estimate", "layouts": "predictor"}
+
+
 def register_envs() -> None:
-    """Register every :data:`ENV_PRESETS` id with Gymnasium (idempotent)."""
+    """Register every :data:`ENV_PRESETS` id with Gymnasium, and its env-v4 id (:data:`V4_WORLD`; idempotent)."""
     for preset in ENV_PRESETS:
-        if preset.env_id in gym.registry:
-            continue
-        gym.register(
-            id=preset.env_id,
-            entry_point="frenzy_env.env:FrenzyEnv",
-            kwargs={"cluster": preset.cluster, "workload": preset.workload, **preset.kwargs},
-            disable_env_checker=True,
-        )
+        v4_id = preset.env_id[: -len(ENV_VERSION)] + "v4"
+        for env_id, extra in ((preset.env_id, {}), (v4_id, V4_WORLD)):
+            if env_id in gym.registry or (extra and env_id == preset.env_id):
+                continue
+            workload = preset.workload
+            if extra:  # the preset's generator as a name binds it (to the cluster), under v4's sizing rule
+                gen = make_generator(preset.workload, sizing="v4")
+                workload = _bind_generator(
+                    gen, ClusterSpec.preset(preset.cluster), by_name=True, efficiency=V4_WORLD["efficiency"]
+                )
+            gym.register(
+                id=env_id,
+                entry_point="frenzy_env.env:FrenzyEnv",
+                kwargs={"cluster": preset.cluster, "workload": workload, **preset.kwargs, **extra},
+                disable_env_checker=True,
+            )
 
 
-__all__ = ["FrenzyEnv", "ENV_PRESETS", "register_envs", "QUEUED", "RUNNING"]
+__all__ = ["FrenzyEnv", "ENV_PRESETS", "V4_WORLD", "register_envs", "QUEUED", "RUNNING"]

@@ -32,8 +32,9 @@ from frenzy_env.memory import (
 from frenzy_env.models import ModelSpec, get_model
 
 RANKINGS = ("min_gpus", "max_mem_util", "min_est_time", "min_gpu_hours", "min_gpus_fastest")
-#: Frenzy's "tightest fit": the fewest GPUs, then the smallest GPU that holds the job.
-DEFAULT_RANKING = "min_gpus"
+#: The fewest GPUs (MARP's "required number"), then the shortest predicted iteration (HAS's "training
+#: efficiency"); ``"min_gpus"`` (the smallest GPU that holds the job) was the default until env v5.
+DEFAULT_RANKING = "min_gpus_fastest"
 #: The rankings that need predicted iteration times.
 TIMED_RANKINGS = ("min_est_time", "min_gpu_hours", "min_gpus_fastest")
 
@@ -336,14 +337,15 @@ def plan_resources(
 
     Rankings (the paper never defines one; later keys break ties, the GPU name last):
 
-    - ``"min_gpus"`` (the default, :data:`DEFAULT_RANKING`; Frenzy's tightest fit): fewest GPUs, then the
+    - ``"min_gpus"`` (the default until env v5; a "tightest fit"): fewest GPUs, then the
       smallest GPU memory that fits (equal memory: the cheaper GPU per hour), then the smaller ``tp``;
     - ``"max_mem_util"``: highest predicted memory utilisation, then fewest GPUs, then smaller ``tp``;
     - ``"min_est_time"``: shortest predicted iteration time, then fewest GPUs, then smaller memory;
     - ``"min_gpu_hours"``: smallest GPUs x iteration time, then the shorter time, then smaller memory;
-    - ``"min_gpus_fastest"``: fewest GPUs (MARP's "required number" of GPUs), then the shortest predicted
-      iteration (HAS's "optimize training efficiency", arXiv 2412.14479's abstract), then smaller memory:
-      the tightest fit in GPUs without ``"min_gpus"``'s preference for the smallest (slowest) GPU.
+    - ``"min_gpus_fastest"`` (the default, :data:`DEFAULT_RANKING`): fewest GPUs (MARP's "required number" of
+      GPUs), then the shortest predicted iteration (HAS's "optimize training efficiency", arXiv 2412.14479's
+      abstract), then smaller memory: the tightest fit in GPUs without ``"min_gpus"``'s preference for the
+      smallest (slowest) GPU.
 
     Parameters
     ----------

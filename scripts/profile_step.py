@@ -3,7 +3,7 @@ time goes (the case ``frenzy benchmark`` measures against CartPole).
 
 Usage::
 
-    python scripts/profile_step.py [--env frenzy/Large1024-v4] [--steps 20000] [--seed 0]
+    python scripts/profile_step.py [--env frenzy/Large1024-v5] [--steps 20000] [--seed 0]
                                    [--out profile.html | profile.txt] [--cprofile] [--no-jit]
 
 Prints the unprofiled cost of a step first (microseconds, best of three rounds), then the profile: a call
@@ -40,7 +40,7 @@ def play(env: gym.Env, steps: int, rng: np.random.Generator, obs: dict) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--env", default="frenzy/Large1024-v4", help="registered id (default frenzy/Large1024-v4)")
+    p.add_argument("--env", default="frenzy/Large1024-v5", help="registered id (default frenzy/Large1024-v5)")
     p.add_argument("--steps", type=int, default=20_000, help="profiled steps (default 20000)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=None, help="also write the report (.html: pyinstrument's page)")

@@ -65,7 +65,8 @@ TRACE_CASES = [
     pytest.param(HEAD + "a,0,1.5,100\n", "canonical", 1, "num_gpus", "positive integer", id="fractional-gpus"),
     pytest.param(HEAD + "a,0,1,100\nb,1,1000000000,100\n", "canonical", 2, "num_gpus", "at most", id="absurd-gpus"),
     pytest.param(
-        HEAD + "a,0,1,100\nb,1,50000,100\n", "canonical", 2, "num_gpus", "fits 50000 GPUs", id="gpus-no-model-fits"
+        HEAD.rstrip() + ",model\na,0,1,100,gpt2\nb,1,1,100,llama-2-70b\n", "canonical", 2, "num_gpus",
+        "no configuration of models llama-2-70b fits 1 GPUs", id="gpus-no-model-fits",
     ),
     pytest.param(ITP + "a,0,100,eight\n", "itp", 1, "num_gpu", "'eight'", id="non-numeric-gpus"),
     pytest.param(
@@ -229,7 +230,7 @@ VALUE_CASES = [
         lambda: make_generator("synthetic", num_job=3), ConfigError, ["'num_job'", "num_jobs"], id="generator-key"
     ),
     pytest.param(
-        lambda: gym.make("frenzy/HeteroClusterSmall-v4", work_inf="none"),
+        lambda: gym.make("frenzy/HeteroClusterSmall-v5", work_inf="none"),
         ConfigError,
         ["'work_inf'", "work_info"],
         id="gym-make-key",

@@ -36,8 +36,8 @@ def test_registry_and_keywords():
         make_policy("spwf", env, predictor="perfect", history=[])
 
 
-def _it(make_env, make_job, cluster, gpu_type, gpus, seconds, **kw):
-    probe = make_env(cluster, [make_job(0, 0, 1, requested_gpus=gpus, **kw)])
+def _it(make_env, make_job, cluster, gpu_type, gpus, seconds, efficiency="microbatch", **kw):
+    probe = make_env(cluster, [make_job(0, 0, 1, requested_gpus=gpus, **kw)], efficiency=efficiency)
     return seconds / float(probe.sim.iter_time[0, probe.sim.plan_index(gpu_type, gpus)])
 
 
@@ -73,14 +73,16 @@ def test_heavy_edge_applied_alike(make_job, make_env):
     # gpt2-large job at t=7,000 that finds only a spread 4 + 4 placement until a node empties. Every comparator,
     # like A-SRPT, marks it heavy and waits for one node with placement="heavy_edge" (tau large), and starts it
     # spread at once with placement="any" (or tau=0).
-    a4 = _it(make_env, make_job, V100_2x8, "V100-32GB", 4, 1.0)
+    # (under efficiency="flat", env v4's speed: with the micro-batch efficiency of v5 the 1-sequence micro-batches
+    # compute longer and the spread placement costs under 1.2x)
+    a4 = _it(make_env, make_job, V100_2x8, "V100-32GB", 4, 1.0, efficiency="flat")
     jobs = [make_job(0, 0, 5000 * a4, requested_gpus=4), make_job(1, 0, 8000 * a4, requested_gpus=4),
             make_job(2, 0, 8000 * a4, requested_gpus=4),
             make_job(3, 7000, 2e3, model="gpt2-large", requested_gpus=8)]
     for name in NEW:
         starts = {}
         for kw in ({"tau": 1e6}, {"placement": "any"}, {"tau": 0.0}):
-            env = make_env(V100_2x8, jobs)
+            env = make_env(V100_2x8, jobs, efficiency="flat")
             policy = make_policy(name, env, predictor="perfect", comm_heavy=1.2, **kw)
             info = _play(env, policy)
             rec = env.sim.records

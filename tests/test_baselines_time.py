@@ -90,12 +90,13 @@ def test_asrpt_heavy_job_takes_any_placement_exactly_at_its_deadline(make_job, m
     virtual machine: released at 7,000 + (8/16) n alpha, it waits tau n alpha = 0.5 n alpha for a consolidated
     placement and takes the spread one exactly at that deadline, when no event happens."""
     cluster = ClusterSpec.from_counts("v2", {"V100-32GB": (2, 8)}, reference_gpu_type="V100-32GB")
-    probe = make_env(cluster, [make_job(0, 0, 1, requested_gpus=4)], queue_slots="all", running_slots="all")
+    probe = make_env(cluster, [make_job(0, 0, 1, requested_gpus=4)], queue_slots="all", running_slots="all",
+                     efficiency="flat")
     alpha4 = float(probe.sim.iter_time[0, probe.sim.plan_index("V100-32GB", 4)])
     jobs = [make_job(0, 0, 5_000 / alpha4, requested_gpus=4), make_job(1, 0, 8_000 / alpha4, requested_gpus=4),
             make_job(2, 0, 8_000 / alpha4, requested_gpus=4),
             make_job(3, 7_000, 2e3, model="gpt2-large", requested_gpus=8)]
-    env = make_env(cluster, jobs, queue_slots="all", running_slots="all")
+    env = make_env(cluster, jobs, queue_slots="all", running_slots="all", efficiency="flat")  # v4's speed
     policy = make_policy("asrpt", env, predictor="perfect", tau=0.5, comm_heavy=1.2)  # spread 4 + 4: ~1.25x
     _run(env, policy)
     rec = env.sim.records

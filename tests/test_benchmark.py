@@ -136,7 +136,7 @@ def test_fast_paths_agree_with_reference(cluster, placement):
 
 def _profile_script(*args: str) -> subprocess.CompletedProcess:
     script = Path(__file__).resolve().parents[1] / "scripts" / "profile_step.py"
-    return subprocess.run([sys.executable, str(script), "--env", "frenzy/HeteroClusterSmall-v4", "--steps", "100",
+    return subprocess.run([sys.executable, str(script), "--env", "frenzy/HeteroClusterSmall-v5", "--steps", "100",
                            *args], capture_output=True, text=True, timeout=300)
 
 

@@ -93,7 +93,7 @@ def test_bound_inputs_from_the_simulator_match_its_plans(tiny_env):
 @pytest.mark.parametrize("policy", ["fifo", "doubling", "sia_srpt", "srpt_est"])
 def test_no_policy_beats_the_bounds(policy):
     """Validity on a real episode: every bound is at most the average JCT a policy reaches."""
-    env = gym.make("frenzy/HeteroClusterSmall-v4")
+    env = gym.make("frenzy/HeteroClusterSmall-v5")
     metrics = run_episode(env, make_policy(policy, env), seed=3).metrics
     env.reset(seed=3)
     b = jct_lower_bound(env.unwrapped.sim, step_s=600.0)
@@ -196,7 +196,7 @@ def test_relaxed_schedule_checks_its_allocation_rule():
 def test_relaxed_schedules_sit_between_the_bounds_and_real_episodes():
     """On a real workload: every relaxed schedule finishes each job no sooner than alone on the cluster, and its
     mean JCT is at least the plan-level LP bound (its world is the one the LP relaxes)."""
-    env = gym.make("frenzy/HeteroClusterSmall-v4")
+    env = gym.make("frenzy/HeteroClusterSmall-v5")
     env.reset(seed=3)
     inp = bound_inputs(env.unwrapped.sim)
     value, completions = lp_solution(inp, step_s=600.0, plans=True)

@@ -53,7 +53,7 @@ def test_sb3_check_env(preset):
 
 
 def test_default_id_uses_shipped_trace():
-    env = gym.make("frenzy/HeteroCluster-v4")
+    env = gym.make("frenzy/HeteroCluster-v5")
     obs, info = env.reset(seed=0)
     assert env.unwrapped.cluster.name == "frenzy-testbed"
     assert env.unwrapped.sim.num_jobs >= 500
@@ -161,7 +161,7 @@ def test_render_modes():
 
 def test_vector_envs_sync_and_async():
     for mode in ("sync", "async"):
-        envs = gym.make_vec("frenzy/HeteroClusterSmall-v4", num_envs=2, vectorization_mode=mode)
+        envs = gym.make_vec("frenzy/HeteroClusterSmall-v5", num_envs=2, vectorization_mode=mode)
         obs, _ = envs.reset(seed=0)
         assert obs["queue"].shape[0] == 2 and obs["queue"].ndim == 2
         actions = np.zeros(2, dtype=np.int64)  # wait is always legal at the start (arrivals pending)
@@ -207,7 +207,7 @@ def test_the_final_mask_allows_wait_and_stepping_on_needs_a_reset(max_steps):
 
 
 def test_sync_vector_env_with_masked_random_sampling_runs_through_episode_ends():
-    envs = gym.vector.SyncVectorEnv([lambda: gym.make("frenzy/HeteroClusterSmall-v4", **_tiny()) for _ in range(2)])
+    envs = gym.vector.SyncVectorEnv([lambda: gym.make("frenzy/HeteroClusterSmall-v5", **_tiny()) for _ in range(2)])
     obs, _ = envs.reset(seed=0)
     rng = np.random.default_rng(0)
     ends = 0
@@ -219,3 +219,22 @@ def test_sync_vector_env_with_masked_random_sampling_runs_through_episode_ends()
             break
     envs.close()
     assert ends >= 6
+
+
+def test_v4_ids_keep_the_v4_world_and_the_current_ids_are_v5():
+    from frenzy_env.env import ENV_PRESETS, V4_WORLD
+    from frenzy_env.versions import ENV_VERSION
+
+    assert ENV_VERSION == "v5" and all(p.env_id.endswith("-v5") for p in ENV_PRESETS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Gymnasium's "out of date" notice for the older id
+        old = gym.make("frenzy/HeteroCluster-v4").unwrapped
+        small = gym.make("frenzy/Doubling64-v4").unwrapped
+    new = gym.make("frenzy/HeteroCluster-v5").unwrapped
+    for key, value in V4_WORLD.items():
+        assert getattr(old.sim_config, key) == value != getattr(new.sim_config, key)
+    assert old._generator.sizing == "v4" and new._generator.sizing == "recorded"
+    assert old._generator.efficiency == "flat" and new._generator.efficiency == "microbatch"
+    # bound like a preset named by string: the generator follows the preset's cluster
+    assert small.cluster.name == "doubling-64" and small._generator.cluster.name == "doubling-64"
+    assert old.observation_space == new.observation_space and old.action_space == new.action_space

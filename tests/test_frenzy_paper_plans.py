@@ -78,20 +78,22 @@ def test_no_accumulation_runs_the_paper_plan_the_policy_names():
     assert int(action) == env.start_action(0, env.sim.plan_index("V100-32GB", 2))
     assert _started_layout(env, int(action)) == (2, first.dp, first.tp, 1, 8)  # the named (d, t), micro-batch B/d
 
-    default = _env("predictor")  # the same action on today's env: its own layout, with accumulation
+    default = _env("predictor", efficiency="flat")  # the same action in v4's world: its own layout, accumulating
     default.reset(seed=0)
     count, dp, tp, pp, mb = _started_layout(default, default.start_action(0, default.sim.plan_index("V100-32GB", 2)))
     assert (count, dp, tp, pp) == (2, 2, 1, 1) and mb < 8 // dp
 
 
-def test_defaults_unchanged():
-    assert SimConfig().layouts == "predictor"
-    env = _env("predictor")
+def test_v5_defaults_and_v4_rule_kept():
+    assert SimConfig().layouts == "no_accumulation"
+    env = _env("predictor", efficiency="flat")
     env.reset(seed=0)
-    old = FrenzyPolicy(env)
+    new = FrenzyPolicy(env)
+    assert new.plans == "paper" and new.ranker.plans == "paper" and new.ranking == "min_gpus_fastest"
+    old = FrenzyPolicy(env, plans="env", ranking="min_gpus")
     assert old.plans == "env" and old.ranker.plans == "env"
     action, _ = old.predict(None, action_masks=env.action_masks())
-    # today's mixed rule: the count where the paper's no-accumulation formula holds the env's own layout (on 2
+    # v4's mixed rule: the count where the paper's no-accumulation formula holds the env's own layout (on 2
     # GPUs the env runs (2, 1), which the formula rejects at B/d = 4), though the env admits 1 GPU with accumulation
     assert env.sim.pred_ok[0, env.sim.plan_index("V100-32GB", 1)]
     assert int(action) == env.start_action(0, env.sim.plan_index("V100-32GB", 4))

@@ -32,6 +32,7 @@ def two_type_cluster() -> ClusterSpec:
 
 
 def test_offered_load_hand_computed(two_type_cluster):
+    # (under efficiency="flat", the speed model's plain rate: the arithmetic of the load, not the curve)
     # job 0: gpt2, batch 8, 1 GPU: fits both types at 1 GPU; job 1: gpt2-xl, batch 8, 1 GPU: fits an
     # A100 at 1 GPU, no V100 plan up to the V100s' 2 GPUs (its ~30 GB of model states, even split over tp = 2,
     # leave no room on 16 GB, whatever the micro-batch)
@@ -50,18 +51,19 @@ def test_offered_load_hand_computed(two_type_cluster):
     c1 = 2 / t(large, "A100-80GB")  # the V100s cannot hold job 1
     window = 3600.0 * 2 / 1  # (last - first) * n / (n - 1)
     expected = (1000.0 / c0 + 500.0 / c1) / window
-    rep = offered_load_detail(wl, two_type_cluster)
+    rep = offered_load_detail(wl, two_type_cluster, efficiency="flat")
     assert rep.window_s == pytest.approx(window)
     assert rep.offered_load == pytest.approx(expected, rel=1e-12)
-    assert offered_load(wl, two_type_cluster) == pytest.approx(expected, rel=1e-12)
+    assert offered_load(wl, two_type_cluster, efficiency="flat") == pytest.approx(expected, rel=1e-12)
     assert rep.per_type_fits_frac == {"A100-80GB": 1.0, "V100-16GB": 0.5}
     assert rep.per_type_load["A100-80GB"] == pytest.approx(expected)
     assert rep.per_type_load["V100-16GB"] == pytest.approx(1000.0 / c0 / window)
     # an explicit window; and a homogeneous cluster gives the classic GPU-seconds / (T x GPUs)
-    assert offered_load(wl, two_type_cluster, window_s=100.0) == pytest.approx(expected * window / 100.0)
+    explicit = offered_load(wl, two_type_cluster, window_s=100.0, efficiency="flat")
+    assert explicit == pytest.approx(expected * window / 100.0)
     homo = ClusterSpec.homogeneous("A100-80GB", 1, 2)
     gpu_s = 1000.0 * t(small, "A100-80GB") + 500.0 * t(large, "A100-80GB")
-    assert offered_load(wl, homo) == pytest.approx(gpu_s / (window * 2))
+    assert offered_load(wl, homo, efficiency="flat") == pytest.approx(gpu_s / (window * 2))
 
 
 def test_offered_load_escalates_plan_and_skips_unplaceable(two_type_cluster):
@@ -73,7 +75,7 @@ def test_offered_load_escalates_plan_and_skips_unplaceable(two_type_cluster):
         JobSpec(0, 0.0, med, 16, 1024, iterations=10.0, requested_gpus=1),
         JobSpec(1, 10.0, get_model("llama-2-70b"), 8, 4096, iterations=10.0, requested_gpus=1),
     ))
-    rep = offered_load_detail(wl, two_type_cluster)
+    rep = offered_load_detail(wl, two_type_cluster, efficiency="flat")
     x_v = 1 / (2 * iteration_time(med, batch_size=16, seq_len=1024, gpu="V100-16GB", dp=1, tp=2))
     assert rep.rate_per_gpu[0, 1] == pytest.approx(x_v)
     assert rep.unplaceable == 1 and math.isnan(rep.cluster_seconds[1])

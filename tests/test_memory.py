@@ -306,7 +306,7 @@ def test_plan_enumeration_two_gpu_types_by_hand():
         max_pp=1,  # the hand-worked (dp, tp) plans: no pipeline, no gradient accumulation
         accumulate=False,
     )
-    plans = plan_resources("gpt2", **kw)
+    plans = plan_resources("gpt2", ranking="min_gpus", **kw)
     assert isinstance(plans, PlanList) and plans.reason == ""
     # fewest GPUs, then the smaller GPU, then the smaller tp
     assert _key(plans) == [
@@ -365,7 +365,7 @@ def test_plans_are_exactly_the_feasible_ones():
     for p in plans:
         assert p.predicted_bytes_per_gpu <= p.capacity_bytes and isinstance(p, ResourcePlan)
     n = [p.num_gpus for p in plans]
-    assert n == sorted(n) and DEFAULT_RANKING == "min_gpus"
+    assert n == sorted(n) and DEFAULT_RANKING == "min_gpus_fastest"
     gpus, dp, tp, pp, mb, mem, ok = feasible_plans("llama-7b", recompute="selective", **kw)
     assert ok.shape == (3, dp.size) and int(ok.sum()) == len(plans)
 
@@ -405,8 +405,9 @@ def test_time_rankings(ranking):
     assert np.isfinite(t).all() and (t > 0).all()
     key = t if ranking == "min_est_time" else t * np.array([p.num_gpus for p in plans])
     assert (np.diff(key) >= 0).all()
-    # the default ranking skips the time model unless asked
-    assert math.isnan(plan_resources("gpt2", batch_size=8, seq_len=128)[0].est_iter_time)
+    # a ranking without times skips the time model unless asked; the default (min_gpus_fastest) needs it
+    assert math.isnan(plan_resources("gpt2", batch_size=8, seq_len=128, ranking="min_gpus")[0].est_iter_time)
+    assert plan_resources("gpt2", batch_size=8, seq_len=128)[0].est_iter_time > 0
     assert plan_resources("gpt2", batch_size=8, seq_len=128, with_times=True)[0].est_iter_time > 0
 
 
@@ -495,6 +496,8 @@ def test_cli_plan_json_round_trip(capsys):
             "4",
             "--gpus-per-node",
             "2",
+            "--ranking",
+            "min_gpus",
             "--json",
         ],
         capsys,

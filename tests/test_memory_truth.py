@@ -48,9 +48,12 @@ def test_factor_is_independent_of_actions_predictor_and_margin(make_env, make_jo
     cluster = ClusterSpec.homogeneous("V100-16GB", 1, 4)
     default = make_env(cluster, jobs)
     default.reset(seed=3)
-    assert default.sim_config.memory_truth == "estimate" and default.sim_config.memory_margin == 0.0
-    assert (default.sim.memory_factor == 1.0).all()  # env v4's truth: the estimate itself
+    assert default.sim_config.memory_truth == "residual" and default.sim_config.memory_margin == 0.0  # env v5
+    v4 = make_env(cluster, jobs, memory_truth="estimate")
+    v4.reset(seed=3)
+    assert (v4.sim.memory_factor == 1.0).all()  # env v4's truth: the estimate itself
     expected = memory_truth.memory_factors(3, range(4))
+    assert np.array_equal(default.sim.memory_factor, expected)
     for kw in ({}, {"predictor": "oracle"}, {"predictor": "frenzy", "memory_margin": 0.2}):
         env = make_env(cluster, jobs, memory_truth="residual", **kw)
         env.reset(seed=3)
@@ -101,7 +104,7 @@ def test_extended_ooms_where_the_truth_is_larger_and_counts_lost_gpu_hours(force
     m = sim.metrics()
     assert m["ooms"] == 1 and m["lost_gpu_hours"] == pytest.approx(held / 3600.0)
     # the same job under env v4's truth: the extended estimate is the truth, the plan fits
-    v4 = ClusterSimulator(sim.cluster, sim.workload, SimConfig())
+    v4 = ClusterSimulator(sim.cluster, sim.workload, SimConfig(memory_truth="estimate"))
     assert v4.pred_ok[0, plan] and v4.true_ok[0, plan]
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from frenzy_env.cluster import ClusterSpec
+from frenzy_env.env import V4_WORLD
 from frenzy_env.errors import ConfigError
 from frenzy_env.models import ModelSpec, get_model
 from frenzy_env.simulator import DONE, ClusterSimulator, SimConfig
@@ -68,7 +69,8 @@ def test_start_and_restart_seconds_by_hand():
 
 def test_oom_seconds_by_hand_1b3():
     # the paper's formula admits the 1.3B job (batch 8, seq 1024) on 8 V100-16GB GPUs where it does not fit
-    sim = _sim("V100-16GB", SimConfig(predictor="frenzy"), GPT3_1B3, batch=8)
+    # (in env v4's world, V4_WORLD: its slot layout, the fastest one the formula admits, accumulates)
+    sim = _sim("V100-16GB", SimConfig(predictor="frenzy", **V4_WORLD), GPT3_1B3, batch=8)
     plan = sim.plan_index("V100-16GB", 8)
     assert sim.pred_ok[0, plan] and not sim.true_ok[0, plan]
     first_step = float(sim.iter_time[0, plan])
@@ -134,7 +136,7 @@ def test_bad_bandwidth_names_its_field(field, value):
 def test_lost_and_overhead_gpu_hours_by_hand():
     """Job 0 (1.3B) starts on 1 A100, is resized to 2 and finishes; job 1 (1.3B) crashes on 8 V100-16GB (OOM)."""
     cluster = ClusterSpec.from_counts("mixed", {"V100-16GB": (1, 8), "A100-80GB": (1, 8)})
-    sim = _sim(cluster, SimConfig(predictor="frenzy"), GPT3_1B3, GPT3_1B3, batch=8)
+    sim = _sim(cluster, SimConfig(predictor="frenzy", **V4_WORLD), GPT3_1B3, GPT3_1B3, batch=8)
     a1, a2, v8 = sim.plan_index("A100-80GB", 1), sim.plan_index("A100-80GB", 2), sim.plan_index("V100-16GB", 8)
     assert sim.true_ok[0, [a1, a2]].all() and sim.pred_ok[1, v8] and not sim.true_ok[1, v8]
     load = 6.3154716672  # one node

@@ -100,7 +100,7 @@ def test_shipped_model_plays_a_legal_episode():
     assert DEFAULT_MODEL_PATH.stat().st_size < 5_000_000
     cfg = json.loads(DEFAULT_CONFIG_PATH.read_text())["train_config"]
     assert cfg["cluster"] == "frenzy-testbed" and (cfg["queue_slots"], cfg["running_slots"]) == (64, 64)  # env v1
-    env = gym.make("frenzy/HeteroClusterSmall-v4")
+    env = gym.make("frenzy/HeteroClusterSmall-v5")
     policy = load_policy(env)
     result = run_episode(env, policy, seed=1000)
     assert result.metrics["invalid_actions"] == 0
@@ -203,13 +203,13 @@ def test_a_model_trained_on_flattened_observations_loads_and_plays(tmp_path):
     from gymnasium.wrappers import FlattenObservation
     from sb3_contrib import MaskablePPO
 
-    train_env = FlattenObservation(gym.make("frenzy/HeteroClusterSmall-v4"))
+    train_env = FlattenObservation(gym.make("frenzy/HeteroClusterSmall-v5"))
     model = MaskablePPO("MlpPolicy", train_env, n_steps=32, batch_size=32, n_epochs=1, seed=0, device="cpu")
     model.learn(32)
     path = tmp_path / "flat.zip"
     model.save(path)
 
-    env = gym.make("frenzy/HeteroClusterSmall-v4")
+    env = gym.make("frenzy/HeteroClusterSmall-v5")
     policy = load_policy(env, path)
     result = run_episode(env, policy, seed=0, max_steps=40)
     assert result.metrics["decisions"] == 40

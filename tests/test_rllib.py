@@ -53,7 +53,7 @@ else:
 
     config = (
         PPOConfig()
-        .environment("frenzy/HeteroClusterSmall-v4", env_config={"max_steps": 50})
+        .environment("frenzy/HeteroClusterSmall-v5", env_config={"max_steps": 50})
         .env_runners(num_env_runners=0)
         .training(train_batch_size_per_learner=200, minibatch_size=50, num_epochs=1)
         .rl_module(rl_module_spec=RLModuleSpec(module_class=ActionMaskingTorchRLModule))
@@ -398,17 +398,17 @@ def test_register_rllib_envs_registers_every_id_wrapped():
     from frenzy_env.env import ENV_PRESETS
 
     ids = register_rllib_envs()
-    assert {p.env_id for p in ENV_PRESETS} <= set(ids) and "frenzy/HeteroClusterSmall-v4" in ids
+    assert {p.env_id for p in ENV_PRESETS} <= set(ids) and "frenzy/HeteroClusterSmall-v5" in ids
     for env_id in (*ids, ENV_NAME):
         assert _global_registry.contains(ENV_CREATOR, env_id)
-    creator = _global_registry.get(ENV_CREATOR, "frenzy/HeteroClusterSmall-v4")  # a pickle round trip
+    creator = _global_registry.get(ENV_CREATOR, "frenzy/HeteroClusterSmall-v5")  # a pickle round trip
     made = creator({"max_steps": 3, "num_envs": 2})
     assert isinstance(made, RLlibActionMaskObservation) and made.unwrapped.max_steps == 3
     obs, info = made.reset(seed=0)
     assert obs in made.observation_space and "action_mask" not in info
     _, _, _, truncated, info = made.step(int(np.flatnonzero(obs[MASK_KEY])[0]))
     assert info["invalid_step"] == 0  # InvalidStepInfo sits below, so InvalidActionCallback works too
-    assert make_rllib_env("frenzy/Doubling64-v4").unwrapped.cluster.name == "doubling-64"
+    assert make_rllib_env("frenzy/Doubling64-v5").unwrapped.cluster.name == "doubling-64"
 
 
 @pytest.mark.parametrize("module_kind", ["stock", "ours"])

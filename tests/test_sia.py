@@ -101,7 +101,7 @@ def _check_legal_episode(env, policy, seed=0):
 
 
 def test_sia_plays_a_legal_episode():
-    env = gym.make("frenzy/HeteroClusterSmall-v4")
+    env = gym.make("frenzy/HeteroClusterSmall-v5")
     policy = SiaPolicy(env)
     m = _check_legal_episode(env, policy)
     assert m["finished"] + m["rejected"] == m["jobs"]
@@ -110,7 +110,7 @@ def test_sia_plays_a_legal_episode():
 
 
 def test_sia_partial_node_allocations_stay_on_one_node():
-    env = gym.make("frenzy/HeteroClusterSmall-v4")
+    env = gym.make("frenzy/HeteroClusterSmall-v5")
     policy = SiaPolicy(env)
     obs, _ = env.reset(seed=1)
     policy.reset()
@@ -131,7 +131,7 @@ def test_sia_partial_node_allocations_stay_on_one_node():
 
 
 def test_sia_requested_only_keeps_requested_counts():
-    env = gym.make("frenzy/HeteroClusterSmall-v4")
+    env = gym.make("frenzy/HeteroClusterSmall-v5")
     policy = SiaPolicy(env, requested_only=True)
     result = run_episode(env, policy, seed=0)
     sim = env.unwrapped.sim
@@ -143,7 +143,7 @@ def test_sia_requested_only_keeps_requested_counts():
 
 def test_sia_registered_and_validates():
     assert POLICIES["sia"] is SiaPolicy
-    env = gym.make("frenzy/HeteroClusterSmall-v4")
+    env = gym.make("frenzy/HeteroClusterSmall-v5")
     assert isinstance(make_policy("sia", env, p=-1.0), SiaPolicy)
     with pytest.raises(ConfigError):
         SiaPolicy(env, round_s=0)
@@ -218,7 +218,7 @@ def test_sia_srpt_charges_a_restart_to_a_running_job_that_moves(make_job, make_e
 
 def test_sia_srpt_plays_a_legal_episode_and_validates():
     assert POLICIES["sia_srpt"] is SiaSrptPolicy
-    env = gym.make("frenzy/HeteroClusterSmall-v4")
+    env = gym.make("frenzy/HeteroClusterSmall-v5")
     policy = make_policy("sia_srpt", env)
     assert policy.objective == "completion" and policy.name == "sia_srpt"
     m = _check_legal_episode(env, policy)
@@ -286,14 +286,14 @@ def test_sia_srpt_move_margin_keeps_a_running_job_in_place(make_job, make_env):
 
 
 def test_move_margin_validates():
-    env = gym.make("frenzy/HeteroClusterSmall-v4")
+    env = gym.make("frenzy/HeteroClusterSmall-v5")
     for bad in (-0.1, float("nan"), "0.2"):
         with pytest.raises(ConfigError, match="move_margin"):
             SiaPolicy(env, move_margin=bad)
 
 
 def test_rate_and_efficiency_powers_validate():
-    env = gym.make("frenzy/HeteroClusterSmall-v4")
+    env = gym.make("frenzy/HeteroClusterSmall-v5")
     for bad in (0, -1.0, float("inf"), "2"):
         with pytest.raises(ConfigError, match="rate_power"):
             SiaPolicy(env, objective="completion", rate_power=bad)
@@ -369,14 +369,14 @@ def test_move_cooldown_pins_a_job_that_moved_recently(make_job, make_env):
     assert {(kind, job) for kind, job, _ in policy.plan_round()} == {("resize", 0), ("start", 1)}
     policy.move_cooldown = 2.0 * held / per_restart
     assert policy.plan_round() == []
-    env2 = gym.make("frenzy/HeteroClusterSmall-v4")
+    env2 = gym.make("frenzy/HeteroClusterSmall-v5")
     for bad in (-1.0, float("inf"), "1"):
         with pytest.raises(ConfigError, match="move_cooldown"):
             SiaPolicy(env2, move_cooldown=bad)
 
 
 def test_lookahead_oracle_validates():
-    env = gym.make("frenzy/HeteroClusterSmall-v4")
+    env = gym.make("frenzy/HeteroClusterSmall-v5")
     for bad in (-1.0, float("inf"), "60"):
         with pytest.raises(ConfigError, match="lookahead_s"):
             make_policy("sia_srpt", env, lookahead_s=bad)
@@ -425,7 +425,7 @@ def test_lookahead_oracle_reserves_gpus_for_an_arrival_within_its_horizon(make_j
 def test_type_power_validates_and_weights_jobs_by_their_gpu_types(monkeypatch):
     """``type_power`` t: the program sees each job's completion rates times ``k ** -t``, ``k`` the number of GPU
     types with a plan the predictor admits for it (counted here by hand from the view)."""
-    env = gym.make("frenzy/HeteroClusterSmall-v4")
+    env = gym.make("frenzy/HeteroClusterSmall-v5")
     for bad in (-1.0, float("nan"), "1"):
         with pytest.raises(ConfigError, match="type_power"):
             SiaPolicy(env, objective="completion", type_power=bad)
@@ -519,6 +519,6 @@ def test_fast_solver_same_schedule_in_an_episode(monkeypatch, name, kwargs):
         return fast
 
     monkeypatch.setattr(sia_mod, "solve_sia_milp", both)
-    env = gym.make("frenzy/HeteroCluster-v4", workload="synthetic-small")
+    env = gym.make("frenzy/HeteroCluster-v5", workload="synthetic-small")
     run_episode(env, make_policy(name, env, **kwargs), seed=1, max_steps=300)
     assert len(rounds) > 20

@@ -99,7 +99,8 @@ def test_pipeline_where_tensor_parallelism_is_not_enough():
 
 def test_trace_jobs_run_at_their_count_and_not_on_a_quarter():
     w = make_generator("itp-recorded").generate(0)
-    assert len(w) == 570 and "sizing recorded" in w.source
+    assert len(w) == 570 and "sizing" not in w.source  # the default rule (env v5) goes unnamed
+    assert "sizing v4" in make_generator("itp-default", sizing="v4").generate(0).source
     mix = [(t, 32, 4 if t.startswith("RTX") else 8) for t in ("A100-80GB", "V100-32GB", "RTX3090-24GB")]
     for job in {(j.model, j.batch_size, j.seq_len, j.requested_gpus) for j in w}:
         m, b, s, g = job
@@ -111,18 +112,19 @@ def test_trace_jobs_run_at_their_count_and_not_on_a_quarter():
     assert one.max() <= 256 and (one >= 256).mean() < 0.05
 
 
-def test_seeded_and_reproducible_and_default_unchanged():
+def test_seeded_and_reproducible_and_recorded_the_default():
     counts = np.array([1, 1, 2, 4, 8, 1, 4, 16])
     a = assign_configs(counts, seed=7, sizing="recorded")
     b = assign_configs(counts, seed=7, sizing="recorded")
     c = assign_configs(counts, seed=8, sizing="recorded")
     assert [m.name for m in a[0]] == [m.name for m in b[0]] and (a[1] == b[1]).all() and (a[2] == b[2]).all()
     assert [m.name for m in a[0]] != [m.name for m in c[0]] or not (a[1] == c[1]).all()
-    v4 = assign_configs(counts, seed=7)
-    v4b = assign_configs(counts, seed=7, sizing="v4")
-    assert [m.name for m in v4[0]] == [m.name for m in v4b[0]] and (v4[1] == v4b[1]).all()
+    default = assign_configs(counts, seed=7)  # env v5: "recorded" is the default
+    assert [m.name for m in default[0]] == [m.name for m in a[0]] and (default[1] == a[1]).all()
+    v4 = assign_configs(counts, seed=7, sizing="v4")
+    assert [m.name for m in v4[0]] != [m.name for m in a[0]] or not (v4[1] == a[1]).all()
     gen = make_generator("itp-default", sizing="recorded")
-    assert gen.sizing == "recorded" and make_generator("itp-default").sizing == "v4"
+    assert gen.sizing == "recorded" and make_generator("itp-default").sizing == "recorded"
     w1, w2 = gen.generate(1), make_generator("itp-recorded").generate(1)
     assert [(j.model, j.batch_size) for j in w1] == [(j.model, j.batch_size) for j in w2]
     with pytest.raises(UnknownNameError, match="sizing rule"):
@@ -136,9 +138,9 @@ def test_a_row_no_configuration_can_satisfy_names_row_job_and_value(tmp_path):
     path.write_text(
         "job_id,submit_time,num_gpus,duration,model,batch_size\na,0,1,100,gpt2,\nbig,5,1,100,llama-2-70b,\n"
     )
-    Workload.from_csv(path, seed=0)  # v4 falls back to the recorded model's candidates
+    Workload.from_csv(path, seed=0, sizing="v4")  # v4 falls back to the recorded model's candidates
     with pytest.raises(TraceFormatError) as exc:
-        Workload.from_csv(path, seed=0, sizing="recorded")
+        Workload.from_csv(path, seed=0)  # the default rule (env v5)
     msg = str(exc.value)
     assert "row 2" in msg and "'num_gpus'" in msg and "job 'big'" in msg and "1 GPUs" in msg and "llama-2-70b" in msg
     path.write_text("job_id,submit_time,num_gpus,duration,model,batch_size\nhuge,0,1,100,gpt2,4096\n")

@@ -250,8 +250,8 @@ def bench_steps(cfg: BenchConfig, res: Results, log: Callable[[str], None]) -> N
                 env.reset()
         return n / (time.perf_counter() - t0), n / max(time.process_time() - c0, 1e-9)
 
-    envs = {"default (HeteroCluster-v4)": gym.make("frenzy/HeteroCluster-v4"),
-            "large-1024 (Large1024-v4)": gym.make("frenzy/Large1024-v4")}
+    envs = {"default (HeteroCluster-v5)": gym.make("frenzy/HeteroCluster-v5"),
+            "large-1024 (Large1024-v5)": gym.make("frenzy/Large1024-v5")}
     state = {}
     for name, env in envs.items():
         obs, _ = env.reset(seed=0)

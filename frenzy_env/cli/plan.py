@@ -33,7 +33,7 @@ def add_parser(subparsers: Any) -> None:
         "--ranking",
         choices=RANKINGS,
         default=DEFAULT_RANKING,
-        help=f"plan order (default {DEFAULT_RANKING}: fewest GPUs, then the smallest GPU that fits)",
+        help=f"plan order (default {DEFAULT_RANKING}: fewest GPUs, then the shortest predicted iteration)",
     )
     pp.add_argument("--max-gpus", type=int, default=64, help="largest dp*tp considered (default 64)")
     pp.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node: the tp limit (default 8)")

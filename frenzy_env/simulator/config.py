@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
-from frenzy_env.efficiency import check_efficiency
+from frenzy_env.efficiency import DEFAULT_EFFICIENCY, check_efficiency
 from frenzy_env.errors import ConfigError, check_keys
 from frenzy_env.throughput import DEFAULT_UTILISATION
 
@@ -112,7 +112,7 @@ class SimConfig:
     """
 
     predictor: str = "extended"
-    memory_truth: str = "estimate"
+    memory_truth: str = "residual"
     memory_margin: float = 0.0
     startup_time: float = 30.0
     restart_overhead: float = 10.0
@@ -125,8 +125,8 @@ class SimConfig:
     work_info: str = "exact"
     work_noise: float = 0.5
     utilisation: float = DEFAULT_UTILISATION
-    efficiency: str = "flat"
-    layouts: str = "predictor"
+    efficiency: str = DEFAULT_EFFICIENCY
+    layouts: str = "no_accumulation"
 
     def __post_init__(self) -> None:
         if self.predictor not in PREDICTORS:

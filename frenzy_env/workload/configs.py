@@ -92,6 +92,7 @@ from functools import lru_cache
 import numpy as np
 
 from frenzy_env.cluster import get_gpu_type
+from frenzy_env.efficiency import DEFAULT_EFFICIENCY
 from frenzy_env.errors import ConfigError, unknown_name
 from frenzy_env.layouts import layouts, pipeline_depths, plan_layouts, powers_of_two
 from frenzy_env.memory import estimate_memory_layouts
@@ -106,7 +107,7 @@ TP_LEVELS: tuple[int, ...] = (1, 2, 4, 8)
 #: Sizing rules (``sizing=``): ``"v4"`` the right-sized rule of the module docstring (the default until env v5),
 #: ``"recorded"`` its section "Sizing rule recorded (v5)".
 SIZING_RULES: tuple[str, ...] = ("v4", "recorded")
-DEFAULT_SIZING = "v4"
+DEFAULT_SIZING = "recorded"
 MAX_ACCUMULATION = 4
 ACCUMULATION_STEPS: tuple[int, ...] = (1, 2, 4)  # uniform (an assumption; see the module docstring)
 
@@ -177,7 +178,7 @@ def reference_iteration_time(
     gpu: str = REFERENCE_GPU_TYPE,
     gpus_per_node: int = 8,
     utilisation: float = DEFAULT_UTILISATION,
-    efficiency: str = "flat",
+    efficiency: str = DEFAULT_EFFICIENCY,
 ) -> float:
     """Seconds per iteration of a job on ``gpus`` GPUs of ``gpu``, consolidated (what trace durations mean).
 

@@ -15,7 +15,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from frenzy_env.cluster import ClusterSpec, get_gpu_type
-from frenzy_env.efficiency import check_efficiency
+from frenzy_env.efficiency import DEFAULT_EFFICIENCY, check_efficiency
 from frenzy_env.errors import ConfigError, check_keys, unknown_name
 from frenzy_env.layouts import powers_of_two
 from frenzy_env.models import MODELS, ModelSpec, get_model
@@ -160,7 +160,7 @@ class SyntheticGenerator:
     name: str = "synthetic"
     utilisation: float = DEFAULT_UTILISATION
     sizing: str = DEFAULT_SIZING
-    efficiency: str = "flat"
+    efficiency: str = DEFAULT_EFFICIENCY
 
     def __post_init__(self) -> None:
         check_sizing(self.sizing)
@@ -349,8 +349,9 @@ class TraceGenerator:
     times (after ``load_scale``) are stretched or compressed so that the workload's offered load
     (:mod:`~frenzy_env.workload.load`) on ``cluster`` is exactly ``load`` (it depends on the seed's model
     assignment, so the factor is computed per seed and recorded in :attr:`Workload.source`). ``sizing``: the
-    rule of the assigned fields, ``"v4"`` (default) or ``"recorded"`` (opt-in, the default of env v5;
-    :mod:`~frenzy_env.workload.configs`).
+    rule of the assigned fields, ``"recorded"`` (the default from env v5) or ``"v4"``
+    (:mod:`~frenzy_env.workload.configs`). ``efficiency``: the speed model under which the offered load is
+    computed (the simulator's: an env binds it to its own ``efficiency``).
     """
 
     path: str
@@ -366,9 +367,11 @@ class TraceGenerator:
     cluster: ClusterSpec | str | None = None
     load: float | None = None
     sizing: str = DEFAULT_SIZING
+    efficiency: str = DEFAULT_EFFICIENCY
 
     def __post_init__(self) -> None:
         check_sizing(self.sizing)
+        check_efficiency(self.efficiency)
         if self.load is not None and not (isinstance(self.load, (int, float)) and self.load > 0):
             raise ConfigError(f"load must be a positive number or None, got {self.load!r}")
         if self.load is not None and self.cluster is None:
@@ -393,7 +396,7 @@ class TraceGenerator:
         if self.load is None:
             return wl
         cluster = ClusterSpec.preset(self.cluster) if isinstance(self.cluster, str) else self.cluster
-        rho = offered_load(wl, cluster)
+        rho = offered_load(wl, cluster, efficiency=self.efficiency)
         if not rho > 0 or not np.isfinite(rho):
             raise ConfigError(f"{self.path}: cannot scale to load {self.load}: the offered load is {rho}")
         stretch = rho / float(self.load)  # times x stretch: the window grows by stretch, the load shrinks by it

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from frenzy_env.cluster import ClusterSpec
+from frenzy_env.efficiency import DEFAULT_EFFICIENCY
 from frenzy_env.models import ModelSpec
 from frenzy_env.throughput import DEFAULT_UTILISATION
 from frenzy_env.workload.configs import _fits, _min_pow2, reference_iteration_time
@@ -93,7 +94,7 @@ def rates_per_gpu(
     *,
     utilisation: float = DEFAULT_UTILISATION,
     max_gpus: int = DEFAULT_MAX_GPUS,
-    efficiency: str = "flat",
+    efficiency: str = DEFAULT_EFFICIENCY,
 ) -> np.ndarray:
     """(n, K) ``x_jk``: iterations per GPU-second of each ``(model, batch, seq_len, gpus)`` on each GPU type of
     ``cluster`` on its plan ``n_jk`` (module docstring); 0 where it fits no plan of the type. ``efficiency``: the
@@ -133,7 +134,7 @@ def cluster_seconds(
     *,
     utilisation: float = DEFAULT_UTILISATION,
     max_gpus: int = DEFAULT_MAX_GPUS,
-    efficiency: str = "flat",
+    efficiency: str = DEFAULT_EFFICIENCY,
 ) -> tuple[np.ndarray, np.ndarray]:
     """((n,) ``W_j / C_j`` seconds, ``nan`` where no type fits; (n, K) ``x_jk``) for jobs of the given
     configurations and ``work`` iterations."""
@@ -161,7 +162,7 @@ def offered_load_detail(
     utilisation: float = DEFAULT_UTILISATION,
     max_gpus: int = DEFAULT_MAX_GPUS,
     window_s: float | None = None,
-    efficiency: str = "flat",
+    efficiency: str = DEFAULT_EFFICIENCY,
 ) -> LoadReport:
     """The offered load of ``workload`` on ``cluster`` with its parts (:class:`LoadReport`); ``efficiency``: the
     speed model's option (:class:`~frenzy_env.simulator.SimConfig`)."""
@@ -195,7 +196,7 @@ def offered_load(
     utilisation: float = DEFAULT_UTILISATION,
     max_gpus: int = DEFAULT_MAX_GPUS,
     window_s: float | None = None,
-    efficiency: str = "flat",
+    efficiency: str = DEFAULT_EFFICIENCY,
 ) -> float:
     """``rho``, the offered load of ``workload`` on ``cluster`` (module docstring): 1.0 asks for the whole
     cluster's speed- and memory-aware capacity over the arrival window."""

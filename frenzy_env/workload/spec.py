@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from frenzy_env.cluster import ClusterSpec
+from frenzy_env.efficiency import DEFAULT_EFFICIENCY
 from frenzy_env.errors import ConfigError
 from frenzy_env.models import ModelSpec, get_model
 from frenzy_env.throughput import DEFAULT_UTILISATION
@@ -134,7 +135,7 @@ class Workload:
 
     # -------------------------------------------------------------------------------- work
     def work_iterations(
-        self, cluster: ClusterSpec, *, utilisation: float = DEFAULT_UTILISATION, efficiency: str = "flat"
+        self, cluster: ClusterSpec, *, utilisation: float = DEFAULT_UTILISATION, efficiency: str = DEFAULT_EFFICIENCY
     ) -> np.ndarray:
         """(n,) float64 work of every job in iterations.
 

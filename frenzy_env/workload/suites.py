@@ -3,8 +3,8 @@
 A suite is a typed, frozen :class:`Suite`: synthetic workloads (seeds, job count, offered load) and fixed
 windows of public ITP traces (catalogue name, window count, jobs per window, offered load), on one cluster.
 Every policy plays every workload of a suite with the same seed, so results pair workload by workload.
-Names carry the environment's version (:data:`~frenzy_env.versions.ENV_VERSION`): ``v4-quick``,
-``v4-validation``, ``v4-test``, ``v4-train``; a version bump renames them, so results of two versions never
+Names carry the environment's version (:data:`~frenzy_env.versions.ENV_VERSION`): ``v5-quick``,
+``v5-validation``, ``v5-test``, ``v5-train``; a version bump renames them, so results of two versions never
 share a name.
 
 The suites are the single definition of the data split (:data:`SPLITS`): synthetic seeds 0-499 and ITP
