@@ -1,13 +1,13 @@
 """Which learned agent a model file holds, read from the record saved beside it.
 
-Two agents ship, each under one name everywhere (``frenzy evaluate --policies``, ``frenzy train --agent``,
-their ``load_policy``):
+One agent ships, under one name everywhere (``frenzy evaluate --policies``, ``frenzy train --agent``, its
+``load_policy``): ``ppo`` (:mod:`agents.ppo`), the action-level MaskablePPO policy, which chooses among all the
+env's actions itself (milliseconds per decision; its spaces fit one cluster's).
 
-- ``ppo`` (:mod:`agents.ppo`): the action-level MaskablePPO policy, which chooses among all the env's actions
-  itself (milliseconds per decision; its spaces fit one cluster's).
-- ``knob`` (:mod:`agents.knob`): PPO choosing the move margin of the ``sia_srpt`` integer-program planner at
-  every decision instant; the planner makes the decisions (tens to hundreds of milliseconds each; any
-  cluster).
+The ``knob`` agent (PPO choosing the move margin of the ``sia_srpt`` integer-program planner at every decision
+instant) shipped beside it until issue 44 and is a research model now, in ``research/knob`` (:data:`KNOB_MOVED`
+says why and where). Its records are still recognised, so that the product's loaders refuse a knob model with
+that message instead of misreading it.
 
 A model ``PATH.zip`` records which it is in ``PATH.json`` beside it (``"agent": "ppo"`` or ``"knob"``), or,
 for a run's checkpoints and ``best_model.zip``, in the run's ``config.json`` one or two folders up. Records
@@ -20,8 +20,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-#: the learned agents' names
-AGENTS = ("ppo", "knob")
+#: the learned agents of the product
+AGENTS = ("ppo",)
+#: the agents a record may name: the product's, and ``knob``, a research model now (:data:`KNOB_MOVED`)
+RECORDED_AGENTS = (*AGENTS, "knob")
+#: what the product says of a knob model, or of ``--policies knob``
+KNOB_MOVED = (
+    "the knob agent is a research model now, in research/knob (it left the product: issue 44 let it ship only "
+    "if it beat its best fixed-margin planner on validation, and it did not; it was trained in env v4 and not "
+    "retrained for v5): load it with research.knob's load_policy(env, path) from the repository root, or play "
+    "it with frenzy evaluate --policies research.knob:knob there; the planner baseline that replaces it is "
+    "sia_srpt:move_margin=0.2"
+)
 
 
 def read_record(path: str | Path) -> tuple[dict, Path] | None:
@@ -40,13 +50,13 @@ def read_record(path: str | Path) -> tuple[dict, Path] | None:
 
 
 def agent_of(path: str | Path) -> str:
-    """``"ppo"`` or ``"knob"``: the agent the model at ``path`` holds (a model without a record is taken for an
-    action-level ``ppo`` model, as stable-baselines3 saves one)."""
+    """``"ppo"`` or ``"knob"`` (a research model: :data:`KNOB_MOVED`): the agent the model at ``path`` holds (a
+    model without a record is taken for an action-level ``ppo`` model, as stable-baselines3 saves one)."""
     found = read_record(path)
     if found is None:
         return "ppo"
     record = found[0]
-    if record.get("agent") in AGENTS:
+    if record.get("agent") in RECORDED_AGENTS:
         return str(record["agent"])
     if "knob_version" in record or ("levels" in record and "planner" in record):
         return "knob"

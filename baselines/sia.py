@@ -53,7 +53,8 @@ favours jobs close to done (shortest remaining time first) and scale-out that pa
 objective uses no job length at all.
 
 :class:`SiaTeacher` re-solves the same program at every decision instant instead of every round: the planner
-that the learned agents imitate, are guided by and steer (``agents.ppo``, ``agents.knob``).
+that the learned agents imitate and are guided by (``agents.ppo``) and that the knob agent steers (a research
+model: ``research.knob``).
 """
 
 from __future__ import annotations
@@ -611,12 +612,13 @@ class SiaTeacher:
     On four validation workloads it matched or beat round-based Sia (average JCT 3.23 vs 3.26 h, 2.62 vs
     2.63, 10.71 vs 10.74, 1.68 vs 1.97) in 4-15 s per episode instead of about a minute; on the 28 test
     workloads it is level with Sia (research/results/ppo/training.md). It is a teacher, not a registered
-    baseline (Sia as published re-plans in rounds): the learned agents imitate it (``agents.ppo.warmstart``),
-    are guided by it (``agents.ppo.guide``) and steer it (``agents.knob``). It drives a :class:`SiaPolicy`
-    through its ``replan`` and ``next_step``, so both stay one implementation. ``objective``:
-    :class:`SiaPolicy`'s (``"completion"`` for ``sia_srpt``'s); ``move_margin``: its move hysteresis
-    (``self.sia.move_margin`` may be changed between decisions); further keywords go to :class:`SiaPolicy`
-    (``rate_power``, ``efficiency_power``, ...). ``act(mask) -> action``; ``reset()`` at an episode's start.
+    baseline (Sia as published re-plans in rounds): the learned agents imitate it (``agents.ppo.warmstart``)
+    and are guided by it (``agents.ppo.guide``), and the research knob agent steers it (``research.knob``). It
+    drives a :class:`SiaPolicy` through its ``replan`` and ``next_step``, so both stay one implementation.
+    ``objective``: :class:`SiaPolicy`'s (``"completion"`` for ``sia_srpt``'s); ``move_margin``: its move
+    hysteresis (``self.sia.move_margin`` may be changed between decisions); further keywords go to
+    :class:`SiaPolicy` (``rate_power``, ``efficiency_power``, ...). ``act(mask) -> action``; ``reset()`` at an
+    episode's start.
     """
 
     def __init__(self, env: Any, objective: str = "goodput", move_margin: float = 0.0, **sia_kwargs: Any) -> None:

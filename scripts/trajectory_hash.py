@@ -1,9 +1,10 @@
 """Digests of trajectories, to check that a refactoring leaves behaviour unchanged.
 
 For each configuration it plays masked-random episodes (with some illegal actions mixed in) and one episode
-of every registered scripted baseline and of both shipped learned agents (``ppo``, the action-level MaskablePPO
-model, and ``knob``, the move-margin agent over the sia_srpt planner), and hashes every observation, mask, reward, flag,
-info entry and per-job record (decision latencies excluded). Run it before and after a change and compare::
+of every registered scripted baseline and of the shipped learned agent (``ppo``, the action-level MaskablePPO
+model), and hashes every observation, mask, reward, flag, info entry and per-job record (decision latencies
+excluded). (The knob agent, a research model now in research/knob, is not hashed: nothing here imports
+research.) Run it before and after a change and compare::
 
     python scripts/trajectory_hash.py --out before.json
     ...change...
@@ -33,28 +34,21 @@ CONFIGS = {
     "large-1024": dict(cluster="large-1024", workload="synthetic"),
     "doubling-64-none": dict(cluster="doubling-64", workload="synthetic", work_info="none"),
 }
-AGENTS = ("ppo", "knob")
+AGENTS = ("ppo",)
 
 
 def policy_names() -> list[str]:
-    """Every registered scripted baseline, then the two shipped learned agents."""
+    """Every registered scripted baseline, then the shipped learned agent."""
     import baselines
 
     return sorted(baselines.POLICIES) + list(AGENTS)
 
 
 def _load_agent(name: str, env):
-    """The shipped learned agent ``name`` bound to ``env``."""
-    if name == "ppo":
-        from agents.ppo.loading import DEFAULT_MODEL_PATH, load_policy
+    """The shipped learned agent ``name`` (``ppo``) bound to ``env``."""
+    from agents.ppo.loading import DEFAULT_MODEL_PATH, load_policy
 
-        return load_policy(env, DEFAULT_MODEL_PATH)
-    try:  # where the knob agent lives
-        from agents.knob import SHIPPED, load_knob_policy
-    except ImportError:
-        from agents.knob import SHIPPED_MODEL_PATH as SHIPPED
-        from agents.knob import load_knob_policy
-    return load_knob_policy(env, SHIPPED)
+    return load_policy(env, DEFAULT_MODEL_PATH)
 
 
 def _make_env(kwargs: dict):

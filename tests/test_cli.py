@@ -101,22 +101,16 @@ def test_train_refuses_rllib_flags_without_ray(tmp_path, capsys, argv):
     assert not (tmp_path / "o").exists()
 
 
-def test_train_agent_knob_takes_only_its_flags_and_trains_resumably(tmp_path, capsys):
-    """``frenzy train --agent knob``: ppo-only flags are refused by name before anything is written; a quick run
-    writes a model recorded as the knob agent, and --resume continues it with a larger --timesteps."""
-    from agents.records import agent_of
-
+def test_train_agent_knob_is_an_argparse_error_naming_where_the_knob_went(tmp_path, capsys):
+    """The knob agent left the product: ``frenzy train --agent knob`` fails in argparse (exit 2, nothing
+    written), saying it is a research model and how to train it; ``--agent ppo`` still parses."""
     out = tmp_path / "knob"
-    assert main(["train", "--agent", "knob", "--quick", "--n-steps", "8", "--out", str(out)]) == 2
-    assert "--n-steps: not a flag of --agent knob" in capsys.readouterr().err and not out.exists()
-    assert main(["train", "--agent", "knob", "--backend", "rllib", "--out", str(out)]) == 2
-    assert "--backend rllib" in capsys.readouterr().err
-    assert main(["train", "--agent", "knob", "--quick", "--out", str(out), "--no-progress"]) == 0
-    assert agent_of(out / "model.zip") == "knob" and json.loads((out / "config.json").read_text())["agent"] == "knob"
-    assert main(["train", "--agent", "knob", "--resume", str(out), "--timesteps", "384", "--no-progress"]) == 0
-    from stable_baselines3 import PPO
-
-    assert PPO.load(out / "model.zip").num_timesteps == 384
+    with pytest.raises(SystemExit) as exc:
+        main(["train", "--agent", "knob", "--quick", "--out", str(out)])
+    assert exc.value.code == 2 and not out.exists()
+    err = capsys.readouterr().err
+    assert "--agent" in err and "research/knob" in err and "research/scripts/train_knob.py" in err
+    assert build_parser().parse_args(["train", "--agent", "ppo", "--quick"]).agent == "ppo"
 
 
 def test_env_keywords_reach_every_env_and_the_manifest(tmp_path, capsys):

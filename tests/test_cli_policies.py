@@ -225,41 +225,52 @@ def test_ppo_models_sample_unless_greedy_is_asked_for():
     assert [s.factory(env).sample for s in greedy] == [False, False]
 
 
-def test_one_name_per_agent_ppo_is_the_action_level_model_and_knob_the_knob_agent():
-    from agents.knob import SHIPPED, KnobPolicy
-    from agents.knob import load_policy as load_knob
+def _knob_record(tmp_path: Path) -> Path:
+    """A file recorded as a knob model (its ``.json`` says so), without importing research: the product's
+    loaders read the record before the model."""
+    model = tmp_path / "knob.zip"
+    model.write_bytes(b"PK")
+    model.with_suffix(".json").write_text('{"agent": "knob", "knob_version": 2, "levels": [0, 0.2], '
+                                          '"planner": "sia_srpt"}')
+    return model
+
+
+def test_ppo_is_the_one_learned_agent_and_knob_names_where_it_went(tmp_path, capsys):
+    """``--policies ppo`` plays the shipped action-level model; ``--policies knob`` (the knob agent, a research
+    model now) is a clear error naming research/knob, before any episode, and so is a model file recorded as
+    a knob model, given as --model PATH or NAME=PATH, or loaded as ppo; the name stays reserved."""
     from agents.ppo import PPOPolicy, load_policy
-    from agents.records import agent_of
+    from agents.records import AGENTS, agent_of
+    from frenzy_env.cli.policies import MODEL_POLICIES, RETIRED_POLICIES
     from frenzy_env.env import FrenzyEnv
 
-    assert agent_of(DEFAULT_MODEL_PATH) == "ppo" and agent_of(SHIPPED) == "knob"  # the shipped records say so
+    assert AGENTS == ("ppo",) and "knob" not in MODEL_POLICIES and "knob" in RETIRED_POLICIES
     env = FrenzyEnv(workload="synthetic-small")
-    ppo, knob = resolve(["ppo", "knob"], [], None)
-    assert (ppo.source, knob.source) == (str(DEFAULT_MODEL_PATH), str(SHIPPED))
-    assert isinstance(ppo.factory(env), PPOPolicy)
-    policy = knob.factory(env)
-    assert isinstance(policy, KnobPolicy) and policy.sample
-    assert isinstance(load_policy(env), PPOPolicy) and isinstance(load_knob(env, sample=False), KnobPolicy)
-    with pytest.raises(ConfigError, match="is a knob model.*agents.knob.load_policy"):
-        load_policy(env, SHIPPED)
-    with pytest.raises(ConfigError, match="is an action-level ppo model.*agents.ppo.load_policy"):
-        load_knob(env, DEFAULT_MODEL_PATH)
+    (ppo,) = resolve(["ppo"], [], None)
+    assert ppo.source == str(DEFAULT_MODEL_PATH) and isinstance(ppo.factory(env), PPOPolicy)
+    with pytest.raises(FrenzyError, match=r"--policies knob: the knob agent is a research model now, in research/knob"):
+        resolve(["ppo", "knob"], [], None)
+    assert main(["evaluate", "--policies", "fifo,knob", *QUICK]) == 2
+    err = capsys.readouterr().err
+    assert "research/knob" in err and "research.knob" in err and "sia_srpt:move_margin=0.2" in err
+    knob = _knob_record(tmp_path)
+    assert agent_of(knob) == "knob"
+    for models in ([(None, knob)], [("mine", knob)]):
+        with pytest.raises(FrenzyError, match="a knob model; the knob agent is a research model now"):
+            resolve(["ppo"], models, None)
+    with pytest.raises(FrenzyError, match="the name 'knob' is reserved"):
+        resolve([], [("knob", DEFAULT_MODEL_PATH)], None)
+    with pytest.raises(ConfigError, match="is a knob model, not an action-level ppo model.*research/knob"):
+        load_policy(env, knob)
 
 
-def test_a_plain_model_path_replaces_the_shipped_model_of_the_agent_it_records():
-    from agents.knob import SHIPPED, KnobPolicy
-    from frenzy_env.env import FrenzyEnv
-
-    (spec,) = resolve(["knob"], [(None, SHIPPED)], None)
-    assert spec.source == str(SHIPPED)
-    specs = resolve(["ppo", "knob"], [(None, DEFAULT_MODEL_PATH), (None, SHIPPED)], None)
-    assert [(s.name, s.source) for s in specs] == [("ppo", str(DEFAULT_MODEL_PATH)), ("knob", str(SHIPPED))]
-    with pytest.raises(FrenzyError, match="a knob model is used by the 'knob' policy; add knob"):
-        resolve(["ppo"], [(None, SHIPPED)], None)
-    with pytest.raises(FrenzyError, match="more than once for the 'knob' agent"):
-        resolve(["knob"], [(None, SHIPPED), (None, SHIPPED)], None)
-    (named,) = resolve([], [("mine", SHIPPED)], None)  # a named knob model plays as the knob agent
-    assert isinstance(named.factory(FrenzyEnv(workload="synthetic-small")), KnobPolicy)
+def test_a_plain_model_path_replaces_the_shipped_model():
+    specs = resolve(["ppo"], [(None, DEFAULT_MODEL_PATH)], None)
+    assert [(s.name, s.source) for s in specs] == [("ppo", str(DEFAULT_MODEL_PATH))]
+    with pytest.raises(FrenzyError, match="a ppo model is used by the 'ppo' policy; add ppo"):
+        resolve(["fifo"], [(None, DEFAULT_MODEL_PATH)], None)
+    with pytest.raises(FrenzyError, match="more than once for the 'ppo' agent"):
+        resolve(["ppo"], [(None, DEFAULT_MODEL_PATH), (None, DEFAULT_MODEL_PATH)], None)
 
 
 def test_records_tell_the_agent_of_older_files_by_their_content(tmp_path):

@@ -22,7 +22,7 @@ from gymnasium import spaces
 from agents.ppo.distribution import greedy_actions
 from agents.ppo.guide import guide_hints, make_guide
 from agents.ppo.rollout import OBS_KEYS, policy_outputs, sample_actions
-from agents.records import agent_of, read_record
+from agents.records import KNOB_MOVED, agent_of, read_record
 from frenzy_env.errors import ConfigError
 from frenzy_env.observation import OBS_VERSION
 
@@ -198,8 +198,8 @@ def load_policy(
     env: Any = None, path: str | os.PathLike | None = None, sample: bool = True, seed: int = 0
 ) -> Any:
     """Load a trained action-level MaskablePPO model, the ``ppo`` agent (default: the shipped
-    :data:`DEFAULT_MODEL_PATH`), for ``env``. A knob model (:mod:`agents.knob`) is refused with an error that
-    says how to load it (``agents.knob.load_policy``).
+    :data:`DEFAULT_MODEL_PATH`), for ``env``. A knob model (a research model now, ``research.knob``) is refused
+    with an error that says where it went and how to load it (:data:`agents.records.KNOB_MOVED`).
 
     Security: the file is unpickled (stable-baselines3 stores objects with cloudpickle), which can run
     arbitrary code: load only files you trust. ``path`` must be an existing regular file (a directory, a
@@ -214,10 +214,7 @@ def load_policy(
     p = check_model_path(DEFAULT_MODEL_PATH if path is None else path)
     th.set_num_threads(1)  # one observation per call: extra threads only add synchronisation
     if agent_of(p) == "knob":
-        raise ConfigError(
-            f"model {str(p)!r} is a knob model (agents.knob), not an action-level ppo model: load it with "
-            f"agents.knob.load_policy(env, path), or play it with frenzy evaluate --policies knob --model {p}"
-        )
+        raise ConfigError(f"model {str(p)!r} is a knob model, not an action-level ppo model: {KNOB_MOVED}")
     model = read_model(p)
     if env is not None:
         base = env.unwrapped

@@ -26,8 +26,8 @@ Sections (:data:`SECTIONS`; ``frenzy benchmark --sections``, default all):
     end-to-end PPO training throughput, printed as ``ppo training: N decisions/s``: the shipped configuration
     of :class:`agents.ppo.TrainConfig` (16 in-process envs, reference runs, rollouts and 2-epoch updates;
     warm start and validation left out) for a few updates (agents.ppo is imported only by this section), and
-    ``knob training: N decisions/s``: the shipped knob agent's configuration (``agents.knob``, the planner's
-    integer program at every decision instant) on synthetic episodes, reference plans included.
+    the same guided by ``sia_srpt``'s planner (``ppo training guided by sia_srpt``). (The knob agent's
+    training is no longer measured: it is a research model now, ``research/knob``.)
 
 :mod:`frenzy_env.benchmark.measure` runs the sections; :mod:`frenzy_env.benchmark.report` writes
 ``benchmark.csv`` (section, case, metric, value, unit), ``benchmark.json`` (rows and the machine),

@@ -513,9 +513,6 @@ def bench_scaling(cfg: BenchConfig, res: Results, log: Callable[[str], None]) ->
 TRAIN_RUNS = {"quick": (32, 2), "default": (1024, 3), "full": (1024, 6)}
 #: the same for the guided recipe (``ppo.guide = "sia_srpt"``: the planner runs at every decision, so fewer)
 GUIDED_TRAIN_RUNS = {"quick": (8, 1), "default": (64, 2), "full": (256, 2)}
-#: the knob agent's training (``agents.knob``, the ``ppo`` policy of ``frenzy evaluate``): (decisions per env
-#: per rollout, updates, synthetic jobs per episode or None for the shipped range)
-KNOB_TRAIN_RUNS = {"quick": (16, 1, (20, 30)), "default": (256, 1, None), "full": (256, 3, None)}
 
 
 def bench_train(cfg: BenchConfig, res: Results, log: Callable[[str], None]) -> None:
@@ -552,34 +549,6 @@ def bench_train(cfg: BenchConfig, res: Results, log: Callable[[str], None]) -> N
         res.add("train", case, "reference_runs", float(lines[-1]["reference_runs"]), "")
         log(f"  {label}: {decisions / wall:,.0f} decisions/s ({case}; rollouts alone {decisions / rollout:,.0f}/s, "
             f"{lines[-1]['reference_runs']} reference runs; torch threads {shipped.threads})")
-    _bench_knob_train(cfg, res, log)
-
-
-def _bench_knob_train(cfg: BenchConfig, res: Results, log: Callable[[str], None]) -> None:
-    """End-to-end training throughput of the shipped knob agent's configuration (``agents.knob.train_knob``:
-    envs in subprocesses, each episode's margin-0 reference plan, rollouts with ``sia_srpt``'s integer program
-    at every decision instant, SB3 updates), on synthetic episodes (the shipped run's synthetic sizes and
-    loads; its trace windows need the shared data): decisions per second of wall time, start-up included."""
-    import tempfile
-
-    from agents.knob import SHIPPED, KnobConfig, train_knob
-
-    shipped = KnobConfig.from_dict(json.loads(SHIPPED.with_suffix(".json").read_text())["config"])
-    n_steps, updates, jobs = KNOB_TRAIN_RUNS.get(cfg.mode, KNOB_TRAIN_RUNS["default"])
-    train = dataclasses.replace(shipped.train, traces=(), **({"jobs_range": jobs} if jobs else {}))
-    decisions = updates * n_steps * shipped.n_envs
-    kc = dataclasses.replace(
-        shipped, train=train, n_steps=n_steps, batch_size=min(shipped.batch_size, decisions), timesteps=decisions,
-        pool=shipped.n_envs, checkpoint_every=10**9, max_minutes=None,
-    )
-    with tempfile.TemporaryDirectory() as tmp:
-        t0 = time.perf_counter()
-        train_knob(kc, Path(tmp) / "run", log=lambda _m: None)
-        wall = time.perf_counter() - t0
-    case = f"knob, {shipped.n_envs} envs x {n_steps} decisions, {updates} update{'s' * (updates > 1)}"
-    res.add("train", case, "decisions_per_s", decisions / wall, "1/s")
-    log(f"  knob training: {decisions / wall:,.0f} decisions/s ({case}; synthetic episodes of "
-        f"{train.jobs_range[0]}-{train.jobs_range[1]} jobs, {shipped.n_envs} reference plans included)")
 
 
 def run_benchmark(

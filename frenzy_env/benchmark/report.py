@@ -64,9 +64,6 @@ def summary_table(res: Results, machine: dict[str, Any], mode: str) -> str:
             add(f"growth exponent in GPUs ({r.case})", r.value, ".2f")
     for r in res.section("train"):
         if r.metric == "decisions_per_s":
-            if r.case.startswith("knob"):
-                lines.append(f"| knob training ({r.case}) | {r.value:,.0f} decisions/s (end to end) |")
-                continue
             roll = res.get("train", r.case, "rollout_decisions_per_s")
             lines.append(f"| ppo training ({r.case}) | {r.value:,.0f} decisions/s (rollouts alone {roll:,.0f}/s) |")
     head = (f"Measured in `{mode}` mode on {machine['cpu']} ({machine['cores']} cores, {machine['memory_gb']} GB; "

@@ -29,10 +29,9 @@ DEFAULT_POLICIES = ("frenzy", "asrpt", "doubling", "srpt_est", "fifo", "sjf", "p
 def default_policies() -> list[str]:
     """The papers' baselines, srpt_est, fifo, the sjf oracle and ``ppo`` (the shipped action-level MaskablePPO
     agent, milliseconds per decision): all of them fast. The integer-program policies ``sia`` and ``sia_srpt``
-    (minutes per episode on the default workload: a MILP every 60 s) and ``knob`` (the shipped knob agent over
-    ``sia_srpt``'s planner, minutes per episode), the ``fifo_strict`` and ``sjf_greedy`` variants, masked
-    ``random`` and ``rllib`` (an RLlib checkpoint, with ``--rllib-checkpoint``) run when asked for with
-    ``--policies``."""
+    (minutes per episode on the default workload: a MILP every 60 s; ``sia_srpt:move_margin=0.2`` is the named
+    planner baseline), the ``fifo_strict`` and ``sjf_greedy`` variants, masked ``random`` and ``rllib`` (an RLlib
+    checkpoint, with ``--rllib-checkpoint``) run when asked for with ``--policies``."""
     return list(DEFAULT_POLICIES)
 
 
@@ -52,10 +51,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--policies", type=csv_list, default=None,
         help="comma list of {frenzy,asrpt,doubling,sia,sia_srpt,srpt_est,fifo,fifo_strict,sjf,sjf_greedy,spwf,fifo_he,"
-        f"sjf_he,random,ppo,knob,rllib}}, names of --model NAME=PATH, and MODULE:ATTR "
-        f"(default: {','.join(DEFAULT_POLICIES)}); "
-        "ppo (the action-level MaskablePPO agent) and knob (PPO-chosen move margins of the sia_srpt planner) play "
-        "their shipped models or the one given as --model PATH, rllib "
+        f"sjf_he,random,ppo,rllib}}, names of --model NAME=PATH, and MODULE:ATTR "
+        f"(default: {','.join(DEFAULT_POLICIES)}); a baseline takes keywords as NAME:key=value (the planner "
+        "baseline: sia_srpt:move_margin=0.2); "
+        "ppo (the action-level MaskablePPO agent) plays its shipped model or the one given as --model PATH, rllib "
         "(a policy trained with frenzy train --backend rllib) needs --rllib-checkpoint. MODULE:ATTR is your own "
         "policy: ATTR(env) must return an object with stable-baselines3's predict(obs, state=None, "
         "episode_start=None, deterministic=True, action_masks=None) (reset() optional); MODULE is imported with "
@@ -117,15 +116,14 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--model", type=model_arg, action="append", default=[], metavar="[NAME=]PATH",
-        help="a model file of a learned agent: PATH replaces the shipped model of the 'ppo' or 'knob' policy, "
-        "whichever agent the file records (agents.records); "
+        help="a model file of the learned agent: PATH replaces the shipped model of the 'ppo' policy; "
         "NAME=PATH is a policy of its own called NAME, evaluated with the others (repeatable: one per model). "
         "Every model is loaded and checked against the env before any episode. Loading a model runs pickle: "
         "only load files you trust.",
     )
     p.add_argument(
         "--greedy", action="store_true",
-        help="PPO models take their most likely action (a knob model: its most likely margin); by default they "
+        help="PPO models take their most likely action; by default they "
         "sample from their distribution as in training, seeded per episode (the greedy action of the shipped "
         "action-level agent loops: research/results/ppo/training.md)",
     )

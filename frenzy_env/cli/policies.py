@@ -1,6 +1,5 @@
-"""The policies ``frenzy evaluate`` runs: its ``--policies`` names (built-in baselines, the learned agents
-``ppo`` and ``knob``, ``rllib``,
-``MODULE:ATTR`` of the user's own code) and ``--model [NAME=]PATH`` files resolved into labelled
+"""The policies ``frenzy evaluate`` runs: its ``--policies`` names (built-in baselines, the learned agent
+``ppo``, ``rllib``, ``MODULE:ATTR`` of the user's own code) and ``--model [NAME=]PATH`` files resolved into labelled
 :class:`PolicySpec` entries, each with the factory the evaluation loop calls with an env, and checked (modules
 imported, model files loaded against the env) before any episode starts.
 """
@@ -20,9 +19,11 @@ from typing import Any
 
 from frenzy_env.errors import ConfigError, FrenzyError
 
-#: names of --policies that are not scripted baselines: the learned agents ppo and knob (agents.records; their
-#: shipped models, or --model PATH) and an RLlib checkpoint
-MODEL_POLICIES = ("ppo", "knob", "rllib")
+#: names of --policies that are not scripted baselines: the learned agent ppo (agents.records; its shipped model,
+#: or --model PATH) and an RLlib checkpoint
+MODEL_POLICIES = ("ppo", "rllib")
+#: names of agents that left the product: --policies NAME (or a model recording it) is refused with where it went
+RETIRED_POLICIES = ("knob",)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _PREDICT = "predict(observation, state=None, episode_start=None, deterministic=True, action_masks=None)"
@@ -42,7 +43,7 @@ class PolicySpec:
 
 def model_arg(text: str) -> tuple[str | None, Path]:
     """argparse type of ``--model``: ``NAME=PATH`` (a policy called NAME) or a plain ``PATH`` (the model of the
-    ``ppo`` or ``knob`` policy, whichever agent it records). A path that exists as given is always a plain path."""
+    ``ppo`` policy). A path that exists as given is always a plain path."""
     name, eq, path = text.partition("=")
     if eq and not Path(text).exists():
         if not _NAME.fullmatch(name) or not path:
@@ -56,19 +57,24 @@ def resolve(
 ) -> list[PolicySpec]:
     """The policies to run, in the order of ``names`` (``--policies``), then the named models it leaves out.
 
-    ``models``: the ``--model`` values; a plain path (at most one per agent) is the model of the ``ppo`` or
-    ``knob`` policy, whichever agent the file records (:func:`agents.records.agent_of`), a named one a policy
-    of that name playing the agent its file records. A ``MODULE:ATTR`` name is labelled ``ATTR``, or
-    ``MODULE:ATTR`` where ``ATTR`` is also another policy's name. Raises :class:`~frenzy_env.errors.FrenzyError`
-    for unknown names, clashing model names and misplaced flags; no model is loaded yet (see :func:`check`).
-    Learned agents sample their actions as in training (:class:`agents.ppo.PPOPolicy`,
-    :class:`agents.knob.KnobPolicy`), or take the most likely one with ``greedy``.
+    ``models``: the ``--model`` values; a plain path (at most one) is the model of the ``ppo`` policy, a named
+    one a policy of that name playing it. A ``MODULE:ATTR`` name is labelled ``ATTR``, or ``MODULE:ATTR`` where
+    ``ATTR`` is also another policy's name. Raises :class:`~frenzy_env.errors.FrenzyError` for unknown names,
+    clashing model names and misplaced flags, and for ``knob`` (a retired agent, :data:`RETIRED_POLICIES`) or a
+    model file that records it, with where it went (:data:`agents.records.KNOB_MOVED`); no model is loaded yet
+    (see :func:`check`). The learned agent samples its actions as in training (:class:`agents.ppo.PPOPolicy`),
+    or takes the most likely one with ``greedy``.
     """
-    from agents.records import agent_of
+    from agents.records import KNOB_MOVED, agent_of
     from baselines import POLICIES
 
+    for name in names:
+        if name in RETIRED_POLICIES and name not in POLICIES:
+            raise FrenzyError(f"--policies {name}: {KNOB_MOVED}")
     plain: dict[str, Path] = {}
     for name, path in models:
+        if agent_of(path) in RETIRED_POLICIES:
+            raise FrenzyError(f"--model {path if name is None else f'{name}={path}'}: a knob model; {KNOB_MOVED}")
         if name is None:
             agent = agent_of(path)
             if agent in plain:
@@ -85,8 +91,9 @@ def resolve(
     for name, path in models:
         if name is None:
             continue
-        if name in POLICIES or name in MODEL_POLICIES or name in named:
-            taken = "a built-in policy" if name not in named else "given twice"
+        if name in POLICIES or name in MODEL_POLICIES or name in RETIRED_POLICIES or name in named:
+            taken = ("given twice" if name in named else "reserved (the knob agent's, a research model now)"
+                     if name in RETIRED_POLICIES else "a built-in policy")
             raise FrenzyError(f"--model {name}={path}: the name {name!r} is {taken}; choose another NAME")
         named[name] = path
     if rllib_checkpoint is not None and "rllib" not in names:
@@ -109,9 +116,9 @@ def resolve(
             specs.append(_module_spec(name, name if clash else attr))
         elif name in named:
             specs.append(PolicySpec(name, "model", str(named[name]), _model_factory(named[name], greedy)))
-        elif name in ("ppo", "knob"):
-            path = plain.get(name) or _default_model(name)
-            specs.append(PolicySpec(name, "model", str(path), _model_factory(path, greedy, agent=name)))
+        elif name == "ppo":
+            path = plain.get(name) or _default_model()
+            specs.append(PolicySpec(name, "model", str(path), _model_factory(path, greedy)))
         elif name == "rllib":
             specs.append(PolicySpec(name, "model", str(rllib_checkpoint), _rllib_factory(rllib_checkpoint)))
         elif name in POLICIES:
@@ -158,14 +165,9 @@ def module_of(spec: PolicySpec) -> Any:
     return sys.modules[spec.source.partition(":")[0]]
 
 
-def _default_model(agent: str) -> Path:
-    """The shipped model of ``agent``: ``ppo``, the action-level MaskablePPO model
-    (``agents.ppo.DEFAULT_MODEL_PATH``; frenzy-testbed's spaces), or ``knob``, PPO-trained move margins of the
-    ``sia_srpt`` planner (``agents.knob.SHIPPED``; any cluster)."""
-    if agent == "knob":
-        from agents.knob import SHIPPED
-
-        return SHIPPED
+def _default_model() -> Path:
+    """The shipped model of ``ppo``, the action-level MaskablePPO model (``agents.ppo.DEFAULT_MODEL_PATH``;
+    frenzy-testbed's spaces)."""
     from agents.ppo.loading import DEFAULT_MODEL_PATH
 
     return DEFAULT_MODEL_PATH
@@ -211,17 +213,12 @@ def _builtin_factory(name: str, **kwargs: Any) -> Callable[[Any], Any]:
     return wide_window(build)  # scripted: every job in the system within reach
 
 
-def _model_factory(path: Path, greedy: bool = False, agent: str | None = None) -> Callable[[Any], Any]:
-    """``factory(env)`` loading the model at ``path`` with its agent's loader (``agent``, or the one the file
-    records)."""
+def _model_factory(path: Path, greedy: bool = False) -> Callable[[Any], Any]:
+    """``factory(env)`` loading the action-level model at ``path`` (``agents.ppo.load_policy``)."""
 
     def build(env: Any) -> Any:
-        from agents.records import agent_of
+        from agents.ppo import load_policy
 
-        if (agent or agent_of(path)) == "knob":
-            from agents.knob import load_policy
-        else:
-            from agents.ppo import load_policy
         return load_policy(env, path, sample=not greedy)
 
     return build

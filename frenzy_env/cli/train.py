@@ -1,7 +1,7 @@
-"""The ``frenzy train`` subcommand: train a learned scheduler. ``--agent ppo`` (the default) trains the
-action-level agent with stable-baselines3's MaskablePPO (``--backend sb3``, the default; agents/ppo/) or Ray
-RLlib's PPO (``--backend rllib``; agents/rllib.py); ``--agent knob`` trains the knob agent (agents/knob.py:
-PPO choosing the sia_srpt planner's move margin), configured by a ``--config`` knob configuration.
+"""The ``frenzy train`` subcommand: train a learned scheduler. ``--agent ppo`` (the default and only agent)
+trains the action-level agent with stable-baselines3's MaskablePPO (``--backend sb3``, the default;
+agents/ppo/) or Ray RLlib's PPO (``--backend rllib``; agents/rllib.py). The knob agent is a research model now
+(research/knob; ``python research/scripts/train_knob.py`` trains it), so ``--agent knob`` is an error saying so.
 
 ::
 
@@ -48,6 +48,18 @@ from frenzy_env.cli.common import non_negative_int, plain_text, positive_int
 from frenzy_env.errors import ConfigError
 
 _TRACE_KEYS = {"format": str, "max_jobs": int, "load_scale": float, "exclude": str}
+#: the agents ``--agent`` trains (agents.records.AGENTS, written out so the parser imports no agent)
+AGENTS = ("ppo",)
+
+
+def _agent_name(text: str) -> str:
+    """argparse type of ``--agent``: the name as given, except ``knob``, which left the product."""
+    if text == "knob":
+        raise argparse.ArgumentTypeError(
+            "the knob agent is a research model now, in research/knob (issue 44): train it with "
+            "python research/scripts/train_knob.py from the repository root"
+        )
+    return text
 
 
 def parse_trace(text: str) -> Any:
@@ -80,16 +92,15 @@ def add_parser(sub: Any) -> None:
     """Register ``frenzy train`` on an argparse subparsers object (torch is imported only when it runs)."""
     p = sub.add_parser(
         "train",
-        help="train a learned scheduler: the action-level ppo agent (default) or the knob agent (--agent knob)",
+        help="train a learned scheduler: the action-level ppo agent",
         description=plain_text(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    # None = the TrainConfig / PPOConfig / RLlibTrainConfig / KnobConfig default (or the --config file's value)
+    # None = the TrainConfig / PPOConfig / RLlibTrainConfig default (or the --config file's value)
     p.add_argument(
-        "--agent", choices=("ppo", "knob"), default="ppo",
-        help="ppo: the action-level MaskablePPO agent (default); knob: PPO choosing the sia_srpt planner's move "
-        "margin at each decision instant (takes --config KNOB.json, --out, --resume, --quick, --timesteps, --seed, "
-        "--max-minutes and --no-progress only)",
+        "--agent", type=_agent_name, choices=AGENTS, default="ppo",
+        help="ppo: the action-level MaskablePPO agent (the default and only one; the knob agent is a research model "
+        "now: python research/scripts/train_knob.py)",
     )
     p.add_argument(
         "--backend", choices=("sb3", "rllib"), default="sb3",
@@ -365,65 +376,8 @@ def _run_rllib(args: argparse.Namespace) -> int:
     return 0
 
 
-#: flags of ``--agent knob`` (argparse dest -> KnobConfig field, or None for flags that are not fields)
-_KNOB_FLAGS = {"config": None, "out": None, "resume": None, "quick": None, "no_progress": None,
-               "timesteps": "timesteps", "seed": "seed", "max_minutes": "max_minutes"}
-_NOT_FLAGS = {"command", "command_line", "func", "agent", "backend"}
-
-
-def build_knob_config(args: argparse.Namespace) -> Any:
-    """The :class:`~agents.knob.KnobConfig` of parsed ``--agent knob`` arguments: ``--quick``'s, a ``--config``
-    file's, the run's own (``--resume``) or the defaults, then ``--timesteps``, ``--seed``, ``--max-minutes``."""
-    from agents.knob import KnobConfig, quick_config
-
-    if args.quick:
-        data = quick_config().to_dict()
-    elif args.config is not None:
-        data = read_config_file(args.config, "a knob configuration")
-    elif args.resume is not None:
-        run_config = args.resume / "config.json"
-        if not run_config.is_file():
-            raise ConfigError(f"--resume {str(args.resume)!r}: no config.json there (not a knob run folder)")
-        data = json.loads(run_config.read_text())
-    else:
-        data = KnobConfig().to_dict()
-    data.update({field: getattr(args, dest) for dest, field in _KNOB_FLAGS.items()
-                 if field is not None and getattr(args, dest) is not None})
-    if data.get("max_minutes") == 0:
-        data["max_minutes"] = None
-    return KnobConfig.from_dict(data)
-
-
-def _run_knob(args: argparse.Namespace) -> int:
-    """``frenzy train --agent knob``: the knob agent (agents.knob), resumable, into ``--out`` (or ``--resume``)."""
-    from agents.knob import train_knob
-    from agents.knob_rollouts import train_knob_rollouts
-
-    given = sorted("--" + dest.replace("_", "-") for dest, value in vars(args).items()
-                   if dest not in _KNOB_FLAGS and dest not in _NOT_FLAGS and _given(value))
-    if args.backend != "sb3":
-        given.insert(0, "--backend " + args.backend)
-    if given:
-        raise ConfigError(f"{', '.join(given)}: not a flag of --agent knob (its flags: --config, --out, --resume, "
-                          "--quick, --timesteps, --seed, --max-minutes, --no-progress)")
-    if args.resume is not None and args.out is not None and args.out != args.resume:
-        raise ConfigError(f"--resume {args.resume} continues that run in place: drop --out {args.out}")
-    cfg = build_knob_config(args)
-    out = args.resume if args.resume is not None else (args.out or Path("runs/knob"))
-    resume = args.resume is not None
-    if cfg.rollouts > 1:  # several plays of each workload per update, no critic (agents.knob_rollouts)
-        path = train_knob_rollouts(cfg, out, resume=resume)
-    else:
-        path = train_knob(cfg, out, resume=resume, progress=not args.no_progress)
-    print(f"wrote {path} (and {path.with_suffix('.json').name} beside it), config.json and checkpoints/ in {out}")
-    return 0
-
-
 def run(args: argparse.Namespace) -> int:
-    """``frenzy train``: the knob agent with ``--agent knob``; else check that every flag fits ``--backend``,
-    then train the ppo agent with it."""
-    if getattr(args, "agent", "ppo") == "knob":
-        return _run_knob(args)
+    """``frenzy train``: check that every flag fits ``--backend``, then train the ppo agent with it."""
     check_backend_flags(args)
     if getattr(args, "backend", "sb3") == "rllib":
         return _run_rllib(args)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 from pathlib import Path
 
 from agents.ppo import DEFAULT_MODEL_PATH, TEST_SEED_START, TrainConfig, load_policy, test_workloads
@@ -46,13 +47,16 @@ def _policies(names: list[str], model: Path, models: dict[str, Path], seed: int 
     """Factories: the labelled ``models`` and ``ppo`` (``model``) with the env's windows, sampling with ``seed``
     (or greedy); scripted baselines with every job within reach (wide windows), as in frenzy evaluate (left
     out with ``only_models``). A name ``NAME:k=v:k=v`` passes keywords to ``make_policy``
-    (``srpt_est:grow=False``) and keeps the whole spec as its label. A knob model (``agents.knob``: a ``.json``
-    with a ``knob_version`` beside the zip) plays as a :class:`~agents.knob.KnobPolicy` (``load_policy``)."""
+    (``srpt_est:grow=False``) and keeps the whole spec as its label. A knob model (its record says ``knob``:
+    :func:`agents.records.agent_of`) plays as a :class:`~research.knob.KnobPolicy` (``research.knob.load_policy``)."""
+    from agents.records import agent_of
+
     out: dict = {}
     for spec in names:
         if spec == "ppo" or spec in models:
             path = model if spec == "ppo" else models[spec]
-            out[spec] = lambda env, path=path: load_policy(env, path, sample=not greedy, seed=seed)
+            load = _load_knob if agent_of(path) == "knob" else load_policy
+            out[spec] = lambda env, path=path, load=load: load(env, path, sample=not greedy, seed=seed)
             continue
         if only_models:
             continue
@@ -69,6 +73,16 @@ def _policies(names: list[str], model: Path, models: dict[str, Path], seed: int 
             raise SystemExit(f"--policies: unknown policy {name!r} (known: {', '.join(POLICIES)}, ppo)")
         out[spec] = wide_window(lambda env, name=name, kwargs=kwargs: make_policy(name, env, **kwargs))
     return out
+
+
+def _load_knob(env, path: Path, sample: bool = True, seed: int = 0):
+    """A knob model (``research.knob``, imported from the repository root) bound to ``env``."""
+    root = str(Path(__file__).resolve().parents[2])
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from research.knob import load_policy as load_knob
+
+    return load_knob(env, path, sample=sample, seed=seed)
 
 
 def paired_table(episodes: object, agent: str) -> str:

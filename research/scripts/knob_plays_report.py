@@ -1,4 +1,4 @@
-"""The training curve of a knob run with several plays per workload (``agents.knob_rollouts``), on its own
+"""The training curve of a knob run with several plays per workload (``research.knob.rollouts``), on its own
 training workloads: each play's average JCT over a fixed plan's on the same workload.
 
     python research/scripts/knob_plays_report.py --run runs/knob4 \\

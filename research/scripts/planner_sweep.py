@@ -74,11 +74,11 @@ def workloads(cfg, split: str, n_train: int) -> list[tuple[str, object, int]]:
 def play(job: tuple) -> list:
     """One deterministic episode of ``setting`` on one workload: a csv row."""
     setting, name, workload, seed, train_cfg = job
-    from agents.knob import play_plan
     from agents.ppo.workloads import make_env
     from baselines import make_policy
     from frenzy_env.env import FrenzyEnv
     from frenzy_env.evaluation import WIDE_WINDOWS, run_episode
+    from research.knob import play_plan
 
     t0 = time.perf_counter()
     kwargs = parse_setting(setting)
@@ -138,7 +138,7 @@ def main() -> None:
 
     import pandas as pd
 
-    from agents.knob import KnobConfig
+    from research.knob import KnobConfig
 
     cfg = KnobConfig.from_dict(json.loads((args.run / "config.json").read_text())).train
     args.out.mkdir(parents=True, exist_ok=True)

@@ -88,9 +88,9 @@ def main() -> None:
     ap.add_argument("--margin", type=float, default=0.0, help="the planner's move margin (default 0)")
     args = ap.parse_args()
 
-    from agents.knob import KnobConfig
     from agents.ppo.workloads import make_env, validation_workloads
     from baselines.sia import SiaTeacher
+    from research.knob import KnobConfig
 
     cfg = KnobConfig.from_dict(json.loads((args.run / "config.json").read_text())).train
     items = {name: (wl, seed) for name, wl, seed in validation_workloads(cfg)}

@@ -1,4 +1,4 @@
-"""Score knob models (``agents.knob``) on a run's validation split: a held-out learning curve.
+"""Score knob models (``research.knob``) on a run's validation split: a held-out learning curve.
 
     python research/scripts/validate_knob.py --run runs/knob1 --out research/results/ppo/v9 runs/knob1/start.zip \\
         runs/knob1/checkpoints/knob_24576_steps.zip runs/knob1/model.zip
@@ -40,11 +40,11 @@ def main() -> None:
 
     import pandas as pd
 
-    from agents.knob import OBJECTIVES, KnobConfig, load_knob_policy, play_plan
     from agents.ppo.workloads import make_env, validation_workloads
     from baselines import make_policy
     from frenzy_env.env import FrenzyEnv
     from frenzy_env.evaluation import WIDE_WINDOWS, run_episode
+    from research.knob import OBJECTIVES, KnobConfig, load_knob_policy, play_plan
 
     cfg = KnobConfig.from_dict(json.loads((args.run / "config.json").read_text()))
     items = validation_workloads(cfg.train)

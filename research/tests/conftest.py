@@ -1,7 +1,8 @@
-"""Tests of the research scripts: ``python -m pytest research/tests`` from the repository root (the product's
-``python -m pytest`` collects ``tests/`` only). Puts ``research/scripts`` on ``sys.path``, so a test imports a
-script as a module (``import planner_sweep``), and takes the small builders (``make_job``, ``make_workload``,
-``make_env``) from the product tests' ``tests/conftest.py``, loaded under a name of its own.
+"""Tests of the research scripts and of ``research.knob``: ``python -m pytest research/tests`` from the
+repository root (the product's ``python -m pytest`` collects ``tests/`` only). Puts ``research/scripts`` on
+``sys.path``, so a test imports a script as a module (``import planner_sweep``), and the repository root, so
+``research.knob`` imports (also under a bare ``pytest``), and takes the small builders (``make_job``,
+``make_workload``, ``make_env``) from the product tests' ``tests/conftest.py``, loaded under a name of its own.
 
 Nothing here reads a file outside the checkout: tests build their configurations and workloads in place.
 """
@@ -14,8 +15,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "research" / "scripts"
-if str(SCRIPTS) not in sys.path:
-    sys.path.insert(0, str(SCRIPTS))
+for _path in (ROOT, SCRIPTS):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
 _spec = importlib.util.spec_from_file_location("frenzy_product_tests_conftest", ROOT / "tests" / "conftest.py")
 _product = importlib.util.module_from_spec(_spec)

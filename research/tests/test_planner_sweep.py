@@ -52,9 +52,9 @@ def test_report_ratios_and_the_hindsight_best(sweep):
 
 
 def test_a_play_is_the_planner_with_that_setting(sweep, make_job, make_workload):
-    from agents.knob import play_plan
     from agents.ppo.config import TrainConfig
     from agents.ppo.workloads import make_env
+    from research.knob import play_plan
 
     cfg = TrainConfig()
     wl = make_workload(make_job(0, 0.0, 2000.0), make_job(1, 60.0, 4000.0), make_job(2, 120.0, 1000.0))

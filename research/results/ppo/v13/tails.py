@@ -16,8 +16,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[4]))
 
-from agents.knob import KnobConfig, play_plan  # noqa: E402
 from agents.ppo.workloads import make_env, validation_workloads  # noqa: E402
+from research.knob import KnobConfig, play_plan  # noqa: E402
 
 
 def main() -> None:

@@ -4,7 +4,7 @@ With one play per workload the knob's updates are mostly noise (research/results
 plan on the same arrivals removes the arrival sequence's variance, but not that of the knob's own draws over
 hundreds of instants, and the critic cannot tell one episode's state from another's. Here each update plays every one of
 ``workloads_per_update`` training workloads ``rollouts`` (K) times with the current policy (sampled levels,
-:class:`agents.knob.KnobEnv` with ``reference=False``, one decision per ``hold`` instants), and the advantage of
+:class:`research.knob.agent.KnobEnv` with ``reference=False``, one decision per ``hold`` instants), and the advantage of
 play k's decision at simulated time t is
 
 ``A = C_others(t) - C_k(t)``,  ``C(t)``: a play's cost after t (jobs in the system integrated over time),
@@ -18,7 +18,7 @@ PPO's clipped surrogate (``clip_range``, ``n_epochs`` over minibatches of ``batc
 normalised over the update) with an entropy bonus ``ent_coef``.
 
 The model is a stable-baselines3 ``PPO`` whose policy head is trained (its value head is not used), so it loads
-and plays like any knob model (:func:`agents.knob.load_knob_policy`). Plays run in ``n_envs`` worker
+and plays like any knob model (:func:`research.knob.agent.load_knob_policy`). Plays run in ``n_envs`` worker
 processes; a checkpoint (``checkpoints/knob_N_steps.zip``, N the decisions so far) follows every update whose
 decisions pass a multiple of ``checkpoint_every``, and ``resume`` continues from the last (the plays of an
 unfinished update start over, the workload draw continues from the checkpoint's update). ``plays.csv`` logs
@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from agents.knob import KnobConfig, KnobEnv, _last_checkpoint, save_knob_model, start_at_plan
 from frenzy_env.errors import ConfigError
+from research.knob.agent import KnobConfig, KnobEnv, _last_checkpoint, save_knob_model, start_at_plan
 
 PLAY_COLUMNS = ["update", "workload", "play", "decisions", "instants", "avg_jct_h", "cost", "seconds"]
 
@@ -262,7 +262,7 @@ def train_knob_rollouts(cfg: KnobConfig, out: str | Path, resume: bool = False, 
 
 
 def _checkpoint(model: Any, cfg: KnobConfig, folder: Path, update: int, rng: np.random.Generator) -> None:
-    """``knob_N_steps.zip`` (SB3's checkpoint naming, so :func:`agents.knob._last_checkpoint` and the run's
+    """``knob_N_steps.zip`` (SB3's checkpoint naming, so :func:`research.knob.agent._last_checkpoint` and the run's
     ``config.json`` find it) and beside it the update count and the workload generator's state."""
     path = folder / f"knob_{model.num_timesteps}_steps.zip"
     model.save(path)

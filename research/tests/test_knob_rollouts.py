@@ -1,4 +1,4 @@
-"""The knob with several plays per workload (agents.knob_rollouts) and the knob's ``hold`` option."""
+"""The knob with several plays per workload (research.knob.rollouts) and the knob's ``hold`` option."""
 
 from __future__ import annotations
 
@@ -7,12 +7,20 @@ import json
 import numpy as np
 import pytest
 
-from agents.knob import KnobConfig, KnobEnv, load_knob_policy, play_plan, save_knob_model, start_at_plan, train_knob
-from agents.knob_rollouts import Play, leave_one_out_advantages, ppo_update, train_knob_rollouts
 from agents.ppo.config import TrainConfig
 from agents.ppo.workloads import make_env, training_generator
 from frenzy_env.errors import ConfigError
 from frenzy_env.evaluation import run_episode
+from research.knob.agent import (
+    KnobConfig,
+    KnobEnv,
+    load_knob_policy,
+    play_plan,
+    save_knob_model,
+    start_at_plan,
+    train_knob,
+)
+from research.knob.rollouts import Play, leave_one_out_advantages, ppo_update, train_knob_rollouts
 
 SMALL = TrainConfig(workload="mix", traces=(), jobs_range=(12, 16), load_range=(0.6, 0.9))
 

@@ -1,5 +1,8 @@
 """A planner with a learnt knob: PPO chooses, at every decision instant, the move margin of ``sia_srpt``'s plan.
 
+A research model (``research.knob``; it was the product's ``knob`` agent, ``agents/knob.py``, until issue 44:
+see ``research/knob/__init__.py`` for why it left and what replaced it).
+
 The guided agents of ``agents.ppo`` (``ppo.guide``, ``ppo.guide_gate``) choose among the env's 2,308 actions
 with a planner's next step as a hint; PPO hardly moved them (research/results/ppo/training.md). Here the
 learnt part is small and the planner does the rest: at each decision instant the policy picks one of a few
@@ -72,7 +75,7 @@ class KnobConfig:
     probability ``start_plan_prob`` (0: the plan with margin 0); ``hold``: the instants a chosen level is kept
     (one policy decision per ``hold`` instants; 1: every instant); ``rollouts``: plays of the same workload per
     update (1: stable-baselines3's PPO with its critic, :func:`train_knob`; K > 1: PPO with Mao et al.'s
-    leave-one-out baseline over the K plays and no critic, :func:`agents.knob_rollouts.train_knob_rollouts`,
+    leave-one-out baseline over the K plays and no critic, :func:`research.knob.rollouts.train_knob_rollouts`,
     each update on ``workloads_per_update`` workloads, ``n_envs`` worker processes); the rest are
     stable-baselines3 PPO's."""
 
@@ -204,7 +207,7 @@ class KnobEnv(gym.Env):
     ``reset(options={"workload": w})`` names it; :func:`train_knob` gives each env its own share of the pool,
     so each seed's reference is played once. A step carries out ``cfg.hold`` decision instants at the chosen
     level. ``reference=False``: the reward is the env's own (``-(jobs in system) x hours``), scaled by
-    ``gain`` / the episode's job count, with no reference plan played (:mod:`agents.knob_rollouts`' plays,
+    ``gain`` / the episode's job count, with no reference plan played (:mod:`research.knob.rollouts`' plays,
     whose baseline is the other plays of the same workload). :attr:`cost_times` and :attr:`cost` record the
     episode's cumulative cost (minus the summed rewards) after each env step."""
 
@@ -364,8 +367,8 @@ class KnobPolicy(ScriptedPolicy):
 
 
 def quick_config() -> KnobConfig:
-    """A seconds-long smoke run (``frenzy train --agent knob --quick``): 20-30-job synthetic workloads, two
-    envs, a few updates."""
+    """A seconds-long smoke run (``python research/scripts/train_knob.py --quick``): 20-30-job synthetic
+    workloads, two envs, a few updates."""
     train = TrainConfig(workload="mix", traces=(), jobs_range=(20, 30), load_range=(0.5, 0.8))
     return KnobConfig(train=train, timesteps=256, n_envs=2, n_steps=64, batch_size=64, n_epochs=2, pool=3,
                       checkpoint_every=128)
@@ -452,8 +455,8 @@ def train_knob(
     from stable_baselines3.common.vec_env import SubprocVecEnv, VecMonitor
 
     if cfg.rollouts > 1:
-        raise ConfigError(f"rollouts={cfg.rollouts}: train it with agents.knob_rollouts.train_knob_rollouts"
-                          " (frenzy train --agent knob picks it)")
+        raise ConfigError(f"rollouts={cfg.rollouts}: train it with research.knob.rollouts.train_knob_rollouts"
+                          " (research/scripts/train_knob.py picks it)")
     out = Path(out)
     ckpt_dir = out / "checkpoints"
     if resume:  # the run's own config, with the budget (timesteps, max_minutes) of the one passed
@@ -540,13 +543,14 @@ def _last_checkpoint(folder: Path) -> Path | None:
     return found[-1] if found else None
 
 
-#: the shipped knob model, the ``knob`` agent (the checkpoint chosen on the validation split, with its training
-#: configuration in the ``.json`` beside it; ``gpu_features="summary"``, so it plays on any cluster)
+#: the knob model that shipped as the product's ``knob`` agent until issue 44 (trained in env v4; the checkpoint
+#: chosen on the validation split, with its training configuration in the ``.json`` beside it;
+#: ``gpu_features="summary"``, so it plays on any cluster)
 SHIPPED = Path(__file__).resolve().parent / "models" / "knob_frenzy_testbed.zip"
 
 
 def load_policy(env: Any, path: str | Path | None = None, sample: bool = True, seed: int = 0) -> KnobPolicy:
-    """The ``knob`` agent: the knob model at ``path`` (default: the shipped :data:`SHIPPED`) bound to ``env``
+    """The knob agent: the knob model at ``path`` (default: :data:`SHIPPED`) bound to ``env``
     (:func:`load_knob_policy`). An action-level ``ppo`` model is refused with an error saying how to load it.
     Loading runs pickle: load only files you trust."""
     from agents.records import agent_of
@@ -561,6 +565,7 @@ def load_policy(env: Any, path: str | Path | None = None, sample: bool = True, s
 
 
 def knob(env: Any) -> KnobPolicy:
-    """The shipped knob model bound to ``env``, sampling (seed 0): what ``frenzy evaluate --policies knob``
-    plays. Its ``gpu_features`` decide which clusters it fits (``"summary"``: any)."""
+    """The :data:`SHIPPED` knob model bound to ``env``, sampling (seed 0): what ``frenzy evaluate --policies
+    research.knob:knob`` plays (run from the repository root, so that ``research`` imports). Its
+    ``gpu_features`` decide which clusters it fits (``"summary"``: any)."""
     return load_knob_policy(env, SHIPPED)

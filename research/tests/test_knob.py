@@ -1,4 +1,4 @@
-"""The knob agent (agents.knob): PPO chooses sia_srpt's move margin at every decision instant."""
+"""The knob agent (research.knob.agent): PPO chooses sia_srpt's move margin at every decision instant."""
 
 from __future__ import annotations
 
@@ -7,7 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from agents.knob import (
+from agents.ppo.config import TrainConfig
+from agents.ppo.workloads import make_env, training_generator
+from frenzy_env.errors import ConfigError
+from frenzy_env.evaluation import run_episode
+from research.knob.agent import (
     KnobConfig,
     KnobEnv,
     KnobPolicy,
@@ -20,10 +24,6 @@ from agents.knob import (
     start_at_plan,
     train_knob,
 )
-from agents.ppo.config import TrainConfig
-from agents.ppo.workloads import make_env, training_generator
-from frenzy_env.errors import ConfigError
-from frenzy_env.evaluation import run_episode
 
 SMALL = TrainConfig(workload="mix", traces=(), jobs_range=(12, 16), load_range=(0.6, 0.9))
 
@@ -262,7 +262,7 @@ def test_training_writes_a_model_and_resumes_from_its_last_checkpoint(tmp_path):
 
 def test_envs_share_the_pool_without_overlap():
     """Each training env draws from its own share of the pool (each seed's reference is played once)."""
-    from agents.knob import _env_factory
+    from research.knob.agent import _env_factory
 
     cfg = _cfg(pool=7, n_envs=3)
     shares = [_env_factory(cfg, 0, i)().seeds.tolist() for i in range(3)]
@@ -284,9 +284,10 @@ def test_a_checkpoint_loads_with_its_runs_config(tmp_path):
 
 
 def test_the_shipped_knob_model_plays_a_legal_episode():
-    """The shipped model (frenzy-testbed) loads through the ``frenzy evaluate`` factory and plays; its levels
-    and config are recorded beside it."""
-    from agents.knob import SHIPPED, knob
+    """The model that shipped (frenzy-testbed, env v4) loads through :func:`research.knob.knob`, the factory
+    of ``frenzy evaluate --policies research.knob:knob``, and plays; its levels and config are recorded beside
+    it."""
+    from research.knob.agent import SHIPPED, knob
 
     meta = json.loads(SHIPPED.with_suffix(".json").read_text())
     assert meta["levels"] == [0.0, 0.1, 0.2, 0.4] and meta["planner"] == "sia_srpt"
@@ -300,7 +301,7 @@ def test_the_shipped_knob_model_plays_a_legal_episode():
 def test_an_invalid_level_is_a_no_op_with_a_penalty():
     """An action outside the levels keeps the previous level (the same instant's steps as choosing it) and
     costs INVALID_PENALTY; it never raises."""
-    from agents.knob import INVALID_PENALTY
+    from research.knob.agent import INVALID_PENALTY
 
     cfg = _cfg(pool=1)
     a, b = KnobEnv(cfg, seed=0), KnobEnv(cfg, seed=0)
@@ -329,3 +330,28 @@ def test_resume_keeps_the_runs_config_but_takes_the_new_budget(tmp_path):
     from stable_baselines3 import PPO
 
     assert PPO.load(tmp_path / "run" / "model.zip").num_timesteps == 128
+
+
+def test_frenzy_evaluate_plays_it_as_module_attr_and_product_loaders_point_here():
+    """From the repository root ``--policies research.knob:knob`` is the knob (labelled ``knob``) beside the
+    named planner baseline; the product's ppo loader and ``--policies knob`` refuse it with where it went, and
+    the knob loader refuses an action-level model."""
+    from agents.ppo import DEFAULT_MODEL_PATH
+    from agents.ppo import load_policy as load_ppo
+    from agents.records import agent_of
+    from frenzy_env.cli.policies import resolve
+    from frenzy_env.env import FrenzyEnv
+    from frenzy_env.errors import FrenzyError
+    from research.knob import SHIPPED, load_policy
+
+    env = FrenzyEnv(workload="synthetic-small")
+    knob, planner = resolve(["research.knob:knob", "sia_srpt:move_margin=0.2"], [], None)
+    assert (knob.name, knob.kind, planner.name) == ("knob", "module", "sia_srpt:move_margin=0.2")
+    assert isinstance(knob.factory(env), KnobPolicy) and planner.factory(env).move_margin == 0.2
+    assert agent_of(SHIPPED) == "knob" and isinstance(load_policy(env, sample=False), KnobPolicy)
+    with pytest.raises(ConfigError, match="research model.*research/knob.*research.knob"):
+        load_ppo(env, SHIPPED)
+    with pytest.raises(FrenzyError, match="research/knob"):
+        resolve(["knob"], [], None)
+    with pytest.raises(ConfigError, match="is an action-level ppo model.*agents.ppo.load_policy"):
+        load_policy(env, DEFAULT_MODEL_PATH)
