@@ -5,7 +5,7 @@ One agent ships, under one name everywhere (``frenzy evaluate --policies``, ``fr
 env's actions itself (milliseconds per decision; its spaces fit one cluster's).
 
 The ``knob`` agent (PPO choosing the move margin of the ``sia_srpt`` integer-program planner at every decision
-instant) shipped beside it until issue 44 and is a research model now, in ``research/knob`` (:data:`KNOB_MOVED`
+instant) shipped beside it in env v4 and is a research model now, in ``research/knob`` (:data:`KNOB_MOVED`
 says why and where). Its records are still recognised, so that the product's loaders refuse a knob model with
 that message instead of misreading it.
 
@@ -26,8 +26,8 @@ AGENTS = ("ppo",)
 RECORDED_AGENTS = (*AGENTS, "knob")
 #: what the product says of a knob model, or of ``--policies knob``
 KNOB_MOVED = (
-    "the knob agent is a research model now, in research/knob (it left the product: issue 44 let it ship only "
-    "if it beat its best fixed-margin planner on validation, and it did not; it was trained in env v4 and not "
+    "the knob agent is a research model now, in research/knob (it left the product: it would ship only if it "
+    "beat its planner with the best fixed margin on validation, and it did not; it was trained in env v4 and not "
     "retrained for v5): load it with research.knob's load_policy(env, path) from the repository root, or play "
     "it with frenzy evaluate --policies research.knob:knob there; the planner baseline that replaces it is "
     "sia_srpt:move_margin=0.2"

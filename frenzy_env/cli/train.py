@@ -56,7 +56,7 @@ def _agent_name(text: str) -> str:
     """argparse type of ``--agent``: the name as given, except ``knob``, which left the product."""
     if text == "knob":
         raise argparse.ArgumentTypeError(
-            "the knob agent is a research model now, in research/knob (issue 44): train it with "
+            "the knob agent is a research model now, in research/knob: train it with "
             "python research/scripts/train_knob.py from the repository root"
         )
     return text
