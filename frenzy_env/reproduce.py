@@ -18,7 +18,7 @@ Scenarios (``SCENARIOS``; each claim row names its scenario):
   A-SRPT's own placement and forest (``spwf``, ``fifo_he``, ``sjf_he``: :mod:`baselines.asrpt_cmp`); the
   forest cold and trained against perfect prediction.
 * ``doubling``: Capes et al.'s setting: 64 V100s ("doubling-64"), copies of one job that fits one GPU
-  (:class:`CopiesGenerator`: GPT-2 large, batch 32, 8 h on one V100, 86% scaling efficiency at 8 GPUs in the
+  (:class:`CopiesGenerator`: GPT-2 large, batch 32, 8 h on one V100, 94% scaling efficiency at 8 GPUs in the
   throughput model), Poisson arrivals at low, moderate and extreme contention
   (:data:`DOUBLING_LOADS`); doubling (precompute, exploratory) against a fixed 8 GPUs per job, and against the
   unit-step greedy.
@@ -481,6 +481,7 @@ def scenario_frenzy_sia(cfg: ReproduceConfig, runner: Runner, rankings: bool) ->
         notes.append(f"Philly: {n} jobs from day 40, raw load {load:.1f}x of 96 GPUs rescaled to {PHILLY_TARGET_LOAD}")
     else:
         notes.append("Philly trace not found (--data-dir): Philly-derived workload skipped")
+        runner.log("[frenzy_sia] Philly trace not found (--data-dir or $FRENZY_ENV_DATA): its rows are skipped")
     n_itp = cfg.n_jobs(570, 40)
     workloads.append((f"itp-default-{n_itp}", make_generator("itp-default", max_jobs=n_itp)))
     rows: list[ClaimRow] = []

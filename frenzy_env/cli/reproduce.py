@@ -30,8 +30,8 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--data-dir", type=Path, default=None,
-        help="shared data folder with traces/philly/philly.csv (default: $FRENZY_ENV_DATA, else ../shared/data "
-        "beside the repository, if present)",
+        help="shared data folder with traces/philly/philly.csv (default: $FRENZY_ENV_DATA; without either, the "
+        "Philly-derived rows are skipped and the run prints a line saying so)",
     )
     p.add_argument(
         "--calibration", type=Path, default=None,
