@@ -566,14 +566,17 @@ def _action_index(action: Any) -> int:
 
 
 def _bind_generator(gen: Any, cluster: ClusterSpec, by_name: bool, efficiency: str | None = None) -> Any:
-    """A preset generator named by string follows the env's cluster (load, reference GPU type) and speed model
-    (``efficiency``, under which synthetic durations are drawn and offered loads computed)."""
-    if not by_name or not dataclasses.is_dataclass(gen):
+    """A generator follows the env's speed model (``efficiency``, under which synthetic durations are drawn and
+    offered loads computed, so that they hold in the simulator), whoever made it; a preset named by string also
+    follows the env's cluster (load, reference GPU type)."""
+    if not dataclasses.is_dataclass(gen):
         return gen
     names = {f.name for f in dataclasses.fields(gen)}
     changes: dict[str, Any] = {}
-    if "efficiency" in names and efficiency is not None:
+    if "efficiency" in names and efficiency is not None and gen.efficiency != efficiency:
         changes["efficiency"] = efficiency
+    if not by_name:
+        return dataclasses.replace(gen, **changes) if changes else gen
     if "cluster" in names:
         changes["cluster"] = cluster
     if "reference_gpu_type" in names:

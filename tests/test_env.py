@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import pickle
 import warnings
 
@@ -238,3 +239,17 @@ def test_v4_ids_keep_the_v4_world_and_the_current_ids_are_v5():
     # bound like a preset named by string: the generator follows the preset's cluster
     assert small.cluster.name == "doubling-64" and small._generator.cluster.name == "doubling-64"
     assert old.observation_space == new.observation_space and old.action_space == new.action_space
+
+
+def test_an_env_binds_its_generators_efficiency_to_its_own():
+    from frenzy_env.env import V4_WORLD
+    from frenzy_env.workload import SyntheticGenerator, make_generator
+
+    by_hand = FrenzyEnv(workload=make_generator("itp-default", sizing="v4"), **V4_WORLD)
+    assert by_hand._generator.efficiency == "flat" and by_hand._generator.sizing == "v4"
+    gen = SyntheticGenerator(num_jobs=5, efficiency="flat")
+    env = FrenzyEnv(workload=gen)  # v5's microbatch: the durations are drawn under the simulator's speed model
+    assert env._generator.efficiency == "microbatch" and gen.efficiency == "flat"  # the caller's object unchanged
+    wl = env._generator.generate(3)
+    same = dataclasses.replace(gen, efficiency="microbatch").generate(3)
+    assert [j.iterations for j in wl.jobs] == [j.iterations for j in same.jobs]
