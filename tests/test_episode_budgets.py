@@ -206,10 +206,13 @@ def test_train_config_budgets_defaults_checks_and_old_configs():
         with pytest.raises(ConfigError, match=f"{name} must be a positive number or None, got -1"):
             TrainConfig(**{name: -1})
     assert TrainConfig(max_steps_per_job=None, validation_time_budget_s=None).max_steps_per_job is None
-    # a config.json written before the budgets (the shipped model's record among them) loads, with the defaults
+    # a config.json written before the budgets (the shipped model's record without them) loads, with the defaults
     shipped = json.loads(DEFAULT_MODEL_PATH.with_suffix(".json").read_text())["train_config"]
-    assert "max_steps_per_job" not in shipped
-    loaded = TrainConfig.from_dict(shipped)
+    assert shipped["max_steps_per_job"] == 200.0  # the env-v5 model was trained with them
+    budgets = ("max_steps_per_job", "max_sim_hours", "validation_max_steps_per_job", "validation_max_sim_hours",
+               "validation_time_budget_s")
+    old = {k: v for k, v in shipped.items() if k not in budgets}
+    loaded = TrainConfig.from_dict(old)
     assert loaded.max_steps_per_job == 200.0 and loaded.validation_time_budget_s == 900.0
     assert TrainConfig.from_dict(dataclasses.asdict(loaded)) == loaded
 
