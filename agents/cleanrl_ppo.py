@@ -17,7 +17,10 @@ decisions per job; scripted schedulers take 3-4) and ``max_sim_hours`` (400 h) c
 **Reward.** :class:`frenzy_env.wrappers.ReferenceReward` with FIFO as the reference: each step's reward (minus
 the jobs in the system times the hours elapsed) is differenced against FIFO's cost on the same workload over
 the same span and divided by FIFO's whole cost, so an episode returns ``10 x (1 - our total JCT / FIFO's)``:
-positive exactly when we beat FIFO, on the same scale for every workload.
+positive exactly when we beat FIFO, on the same scale for every workload. A decision that leaves the simulated
+clock where it was costs ``decision_cost`` (0.01) more: decisions at one instant are otherwise free, and a
+policy that resizes for ever at one instant would never be charged (the budgets cut it and the cut is
+bootstrapped), a trap PPO falls into from a random start.
 
 **Observation flattening.** The observation is a dict of flat boxes. ``queue`` (Q x 25) and ``running``
 (R x 25) are reshaped into one row per job slot (7 job features, then 18 per-plan-slot predicted times); the
@@ -76,6 +79,7 @@ class Args:
     running_slots: int = 8
     steps_per_job: int = 30         # max_steps budget = steps_per_job * num_jobs
     max_sim_hours: float = 400.0    # simulated-time budget
+    decision_cost: float = 0.01     # reward charged for a decision that does not advance the clock
     total_timesteps: int = 1_000_000  # decisions in all (the run also stops at max_minutes)
     max_minutes: float = 10.0       # wall-clock budget of the training (the evaluation comes after)
     learning_rate: float = 5e-4
@@ -263,7 +267,9 @@ def main(argv: list[str] | None = None) -> dict:
             for i, env in enumerate(envs):
                 a = int(action[i])
                 illegal += int(not cur[i][1][a])
+                t_before = env.unwrapped.sim.now
                 o, r, term, trunc, info = env.step(a)
+                r -= args.decision_cost * (env.unwrapped.sim.now == t_before)  # an instant's decisions are not free
                 rewards[step, i], dones[step, i] = r, float(term or trunc)
                 if trunc and not term:  # cut by a budget: bootstrap from where it was cut
                     with torch.no_grad():
