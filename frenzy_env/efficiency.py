@@ -1,11 +1,11 @@
-"""Per-GPU efficiency against the micro-batch (the opt-in ``efficiency="microbatch"`` world option).
+"""Per-GPU efficiency against the micro-batch (the ``efficiency="microbatch"`` world option, env v5's default).
 
-Today's model (``efficiency="flat"``, the default) runs dense compute at one utilisation, 0.40 of the peak,
-whatever the micro-batch, and gradient accumulation costs no time. Under ``efficiency="microbatch"``
-(:class:`~frenzy_env.simulator.SimConfig`, ``FrenzyEnv(efficiency=...)``, the ``efficiency`` keyword of
-:func:`frenzy_env.throughput.iteration_time_array`) the model FLOPs utilisation of a GPU depends on the tokens
-of the micro-batch it works on, ``T = micro_batch x seq_len`` (one data-parallel replica's micro-batch;
-every tensor- and pipeline-parallel rank of the replica sees all of its tokens)::
+The flat model (``efficiency="flat"``, env v4's world and the throughput functions' own default) runs dense
+compute at one utilisation, 0.40 of the peak, whatever the micro-batch, and gradient accumulation costs no time.
+Under ``efficiency="microbatch"`` (:class:`~frenzy_env.simulator.SimConfig`, ``FrenzyEnv(efficiency=...)``, the
+``efficiency`` keyword of :func:`frenzy_env.throughput.iteration_time_array`) the model FLOPs utilisation of a GPU
+depends on the tokens of the micro-batch it works on, ``T = micro_batch x seq_len`` (one data-parallel replica's
+micro-batch; every tensor- and pipeline-parallel rank of the replica sees all of its tokens)::
 
     u(T) = utilisation * g(T) / g(T_ref),   g(T) = T / (T + T_half)          (capped at 1)
 

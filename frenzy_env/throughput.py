@@ -44,8 +44,8 @@ replicas of ``tp`` tensor-parallel GPUs each, ``n = dp * tp`` GPUs of one type):
   With ``pp = 1`` the bubble and ``t_p2p`` are zero.
 - ``t_overhead`` (:data:`DEFAULT_OVERHEAD_S`): fixed per-iteration cost independent of the plan (optimizer
   step launch, data loading, host synchronisation), paid even on one GPU.
-- ``efficiency`` (keyword; opt-in world option, :mod:`frenzy_env.efficiency`): ``"flat"`` (the default, all of
-  the above) or ``"microbatch"``: ``t_compute`` at the efficiency of the micro-batch's tokens,
+- ``efficiency`` (keyword; a world option, :mod:`frenzy_env.efficiency`): ``"flat"`` (these functions' default,
+  all of the above; env v4's world) or ``"microbatch"``: ``t_compute`` at the efficiency of the micro-batch's tokens,
   ``utilisation x g(mb s) / g(16384)`` with ``g(T) = T / (T + 455)`` (fitted to published micro-batch sweeps),
   plus ``(m - 1) x microstep_overhead_s`` (2 ms, an assumption) for the ``m`` micro-steps of an iteration, so
   gradient accumulation over small micro-batches costs time; ``t_dp`` still runs once per iteration.

@@ -31,9 +31,9 @@ class SimConfig:
     ----------
     predictor: memory predictor behind ``pred_ok`` (what policies see): "frenzy" (the paper's formula),
         "extended" (our calibrated estimator) or "oracle" (the ground truth itself).
-    memory_truth: the simulator's true peak memory of a job, which decides out-of-memory: "estimate" (the
-        default, env v4) -- the "extended" estimate itself, so the "extended" predictor never fails;
-        "residual" (opt-in; the default from env v5) -- the extended estimate times a per-job factor drawn,
+    memory_truth: the simulator's true peak memory of a job, which decides out-of-memory: "estimate" (env
+        v4's) -- the "extended" estimate itself, so the "extended" predictor never fails;
+        "residual" (the default from env v5) -- the extended estimate times a per-job factor drawn,
         from the episode seed and the job id, from the estimator's leave-one-source-out residuals on published
         measurements (:mod:`frenzy_env.memory_truth`), so "oracle" (which predicts the truth, factor
         included) never fails and "extended" sometimes does.
@@ -95,15 +95,15 @@ class SimConfig:
         sigma ``work_noise``), "none" (nothing; estimates are the workload's median).
     work_noise: sigma of the log-normal error for ``work_info="noisy"``.
     utilisation: fraction of peak FLOP/s that dense compute reaches (see :mod:`frenzy_env.throughput`).
-    efficiency: how per-GPU efficiency depends on the micro-batch: "flat" (the default, env v4: ``utilisation``
-        at every micro-batch, gradient accumulation free) or "microbatch" (opt-in; the default from env v5):
+    efficiency: how per-GPU efficiency depends on the micro-batch: "flat" (env v4's: ``utilisation``
+        at every micro-batch, gradient accumulation free) or "microbatch" (the default from env v5):
         efficiency rises with the micro-batch's tokens on a curve fitted to published measurements, equal to
         ``utilisation`` at 16384 tokens, and each extra accumulation step costs its micro-batch's time plus
         2 ms (:mod:`frenzy_env.efficiency`). Trace work is derived under the same option, so recorded
         durations hold at the recorded GPU count on the reference type.
-    layouts: which (dp, tp, pp, micro-batch) layout a plan slot (GPU type, GPU count) runs: "predictor" (the
-        default, env v4) -- the fastest legal layout the predictor admits, pipelines and gradient
-        accumulation included; "no_accumulation" (opt-in; the default from env v5) -- the fastest layout
+    layouts: which (dp, tp, pp, micro-batch) layout a plan slot (GPU type, GPU count) runs: "predictor" (env
+        v4's) -- the fastest legal layout the predictor admits, pipelines and gradient
+        accumulation included; "no_accumulation" (the default from env v5) -- the fastest layout
         without pipeline stages or accumulation (``pp == 1``, micro-batch = the per-replica batch
         ``ceil(batch / dp)``: Frenzy's MARP plans, per-GPU batch ``B / d``) that the predictor admits, falling
         back to the "predictor" choice on a slot where the predictor admits none. With ``predictor="frenzy"``

@@ -7,7 +7,7 @@ the public names of its modules (``from frenzy_env.workload import X``), which i
 order:
 
 - :mod:`~frenzy_env.workload.configs`: layouts and memory fit, :func:`reference_iteration_time` and the
-  seeded model-assignment rules (:func:`assign_configs`, sizing ``"v4"`` or the opt-in ``"recorded"``) for
+  seeded model-assignment rules (:func:`assign_configs`, sizing ``"recorded"``, the default, or env v4's ``"v4"``) for
   jobs that record no model;
 - :mod:`~frenzy_env.workload.traces`: the trace formats, :func:`read_trace` (a validated
   :class:`~frenzy_env.workload.traces.TraceTable`) and :func:`data_path` (the shipped extract

@@ -29,8 +29,8 @@ on its sizing type falls back to the reference type.
 
 Assigned fields are listed in :attr:`JobSpec.assigned`; recorded ones never change with the seed.
 
-The rule above is sizing ``"v4"``, the default (``sizing=`` of :func:`assign_configs`, :meth:`Workload.from_csv`,
-:class:`~frenzy_env.workload.generators.TraceGenerator` and
+The rule above is sizing ``"v4"``, the default until env v5 (``sizing=`` of :func:`assign_configs`,
+:meth:`Workload.from_csv`, :class:`~frenzy_env.workload.generators.TraceGenerator` and
 :class:`~frenzy_env.workload.generators.SyntheticGenerator`). It counts a configuration as fitting g GPUs when
 it fits *with* gradient accumulation, so with micro-batch 1 almost any batch fits one GPU: 37% of the
 default ITP week's 1-GPU jobs get a global batch of 256 or more, and a planner without accumulation (Frenzy's
@@ -38,8 +38,8 @@ MARP) gives them 16 GPUs at the median (up to 32; seeds 0-2 on frenzy-testbed).
 
 Sizing rule recorded (v5)
 -------------------------
-Opt-in now (``sizing="recorded"``; the presets ``"itp-recorded"`` and ``"synthetic-recorded"``), the default
-from env v5. A job that recorded ``g`` GPUs runs at ``g`` with a per-GPU micro-batch from public training
+The default from env v5 (``sizing="recorded"``; every preset, and the aliases ``"itp-recorded"`` and
+``"synthetic-recorded"``). A job that recorded ``g`` GPUs runs at ``g`` with a per-GPU micro-batch from public training
 configurations and at most :data:`MAX_ACCUMULATION` (4) accumulation steps, and does not fit a quarter of its
 GPUs without accumulation. For a job, its sizing type ``T`` (memory ``M``, ``p`` GPUs per node; drawn as above)
 and a model ``m`` at sequence length ``s`` (recorded, else ``min(m.max_seq_len, 2048)``):
@@ -461,7 +461,7 @@ def assign_configs(
     """Training configurations for jobs that asked for ``counts`` GPUs (the rule in the module docstring).
 
     ``gpu_mix``: ``(gpu type, GPUs of that type, GPUs per node)`` of the cluster; ``None`` sizes every job to
-    ``reference_gpu_type``. ``sizing``: ``"v4"`` (default) or ``"recorded"`` (:data:`SIZING_RULES`). Returns
+    ``reference_gpu_type``. ``sizing``: ``"recorded"`` (default) or ``"v4"`` (:data:`SIZING_RULES`). Returns
     (models list, (n,) batch sizes, (n,) sequence lengths); recorded values are kept as given.
     """
     check_sizing(sizing)

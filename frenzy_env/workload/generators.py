@@ -136,7 +136,7 @@ class SyntheticGenerator:
     spacings are normalised exponentials). The first job arrives at 0. (Counting every GPU as one of the reference type
     instead would make "0.7" about 1.2 on frenzy-testbed.)
 
-    ``sizing="recorded"`` (opt-in; the default ``"v4"`` is the rule above) sizes jobs like trace jobs under the
+    ``sizing="recorded"`` (the default from env v5; ``"v4"`` is the rule above) sizes jobs like trace jobs under the
     rule of the same name (:mod:`~frenzy_env.workload.configs`): a job's GPU count is drawn from
     :data:`GPU_DEMAND_COUNTS` (the shipped ITP week's recorded counts, at most ``max_gpus`` and the cluster's
     largest GPU-type count), its sizing type among the cluster's types with at least that many GPUs in proportion
@@ -431,8 +431,7 @@ WORKLOAD_PRESETS: dict[str, WorkloadGenerator] = {
     ),
     "synthetic": SyntheticGenerator(num_jobs=200, load=DEFAULT_LOAD, name="synthetic"),
     "synthetic-small": SyntheticGenerator(num_jobs=30, load=DEFAULT_LOAD, name="synthetic-small"),
-    # opt-in now, the default of env v5: jobs sized like the jobs that were recorded (sizing rule "recorded",
-    # frenzy_env.workload.configs); the same week and the same synthetic workload otherwise
+    # aliases kept from env v4, when sizing rule "recorded" was opt-in: now the same as itp-default and synthetic
     "itp-recorded": TraceGenerator(
         str(data_path(ITP_EXTRACT)),
         format="itp",

@@ -225,8 +225,8 @@ class Workload:
         cluster: a cluster (or preset name) whose GPU mix sizes the assigned models (each job sized for a type
             drawn in proportion to the cluster's GPU counts; see :mod:`~frenzy_env.workload.configs`);
             ``None``: every job sized for ``reference_gpu_type``.
-        sizing: the sizing rule of the assigned fields, ``"v4"`` (default) or ``"recorded"`` (the opt-in rule
-            of env v5; :mod:`~frenzy_env.workload.configs`).
+        sizing: the sizing rule of the assigned fields, ``"recorded"`` (default, env v5's rule) or ``"v4"``
+            (:mod:`~frenzy_env.workload.configs`).
 
         Raises
         ------
