@@ -15,6 +15,7 @@ from frenzy_env.versions import ENV_VERSION
 from frenzy_env.workload import suites
 from frenzy_env.workload.suites import SPLITS, SUITES, Suite, SyntheticPart, TracePart, get_suite
 
+TINY = f"{ENV_VERSION}-tiny"  # a suite the tests register, named as the version names suites
 T95_DF2 = 4.302652729911275  # scipy.stats.t.ppf(0.975, 2)
 
 
@@ -86,10 +87,10 @@ def test_a_missing_trace_is_one_line_naming_the_fetch_command(tmp_path, monkeypa
 
 
 def test_suite_flags_are_checked_before_any_episode(tmp_path, monkeypatch, capsys):
-    monkeypatch.setitem(SUITES, "v5-tiny", Suite("tiny", "validation", "x", synthetic=SyntheticPart((500,), 4)))
-    code, out = _run(["evaluate", "--suite", "v5-tiny", "--seeds", "2"], capsys)
+    monkeypatch.setitem(SUITES, TINY, Suite("tiny", "validation", "x", synthetic=SyntheticPart((500,), 4)))
+    code, out = _run(["evaluate", "--suite", TINY, "--seeds", "2"], capsys)
     assert code == 2 and "drop --seeds" in out.err
-    code, out = _run(["evaluate", "--suite", "v5-tiny", "--policies", "fifo"], capsys)
+    code, out = _run(["evaluate", "--suite", TINY, "--policies", "fifo"], capsys)
     assert code == 2 and "--reference srpt_est: not among the policies" in out.err
     code, out = _run(["evaluate", "--results-md", str(tmp_path / "r.md")], capsys)
     assert code == 2 and "applies to --suite only" in out.err
@@ -102,13 +103,13 @@ def test_a_tiny_suite_runs_paired_end_to_end_and_writes_a_results_page(tmp_path,
     monkeypatch.setenv("FRENZY_ENV_CACHE", str(cache))
     tiny = Suite("tiny", "validation", "a test suite", synthetic=SyntheticPart((500, 501), num_jobs=5, load=0.7),
                  traces=(TracePart("itp-cluster04", 2, 500, max_jobs=5, load=0.9, only=(1,)),))
-    monkeypatch.setitem(SUITES, "v5-tiny", tiny)
+    monkeypatch.setitem(SUITES, TINY, tiny)
     page = tmp_path / "docs" / "results.md"
     out_dir = tmp_path / "out"
-    code, out = _run(["evaluate", "--suite", "v5-tiny", "--policies", "fifo,srpt_est", "--no-progress", "--bounds",
+    code, out = _run(["evaluate", "--suite", TINY, "--policies", "fifo,srpt_est", "--no-progress", "--bounds",
                       "--out", str(out_dir), "--results-md", str(page)], capsys)
     assert code == 0, out.err
-    assert "suite v5-tiny: 3 workloads" in out.out and "avg JCT / srpt_est's (paired)" in out.out
+    assert f"suite {TINY}: 3 workloads" in out.out and "avg JCT / srpt_est's (paired)" in out.out
     episodes = pd.read_csv(out_dir / "episodes.csv")
     start = suites.window_starts(12, 5, 2)[1]
     assert set(zip(episodes["workload"], episodes["seed"])) == {
@@ -124,7 +125,7 @@ def test_a_tiny_suite_runs_paired_end_to_end_and_writes_a_results_page(tmp_path,
     assert len(bounds) == 3 and (table["bound_ratio"] >= 1).all()
     assert table.loc["fifo", "avg_jct_h"] == pytest.approx(jct["fifo"].mean())
     text = page.read_text()
-    assert text.startswith("# Results") and "## Suite `v5-tiny`" in text and f"env {ENV_VERSION}" in text
+    assert text.startswith("# Results") and f"## Suite `{TINY}`" in text and f"env {ENV_VERSION}" in text
     assert "CPU core" in text and "Python " in text and "torch " in text and "- Measured: 20" in text
 
 

@@ -73,10 +73,10 @@ def resolve(
             raise FrenzyError(f"--policies {name}: {KNOB_MOVED}")
     plain: dict[str, Path] = {}
     for name, path in models:
-        if agent_of(path) in RETIRED_POLICIES:
+        agent = agent_of(path)
+        if agent in RETIRED_POLICIES:
             raise FrenzyError(f"--model {path if name is None else f'{name}={path}'}: a knob model; {KNOB_MOVED}")
         if name is None:
-            agent = agent_of(path)
             if agent in plain:
                 raise FrenzyError(
                     f"--model PATH given more than once for the {agent!r} agent: label several models as NAME=PATH"

@@ -6,8 +6,9 @@ import json
 
 import numpy as np
 import pytest
+from knob_configs import SMALL
+from knob_configs import small_config as _cfg
 
-from agents.ppo.config import TrainConfig
 from agents.ppo.workloads import make_env, training_generator
 from frenzy_env.errors import ConfigError
 from frenzy_env.evaluation import run_episode
@@ -24,14 +25,6 @@ from research.knob.agent import (
     start_at_plan,
     train_knob,
 )
-
-SMALL = TrainConfig(workload="mix", traces=(), jobs_range=(12, 16), load_range=(0.6, 0.9))
-
-
-def _cfg(**kw) -> KnobConfig:
-    base = dict(train=SMALL, timesteps=96, n_envs=2, n_steps=32, batch_size=32, n_epochs=1, pool=2,
-                checkpoint_every=32)
-    return KnobConfig(**{**base, **kw})
 
 
 def _model(cfg: KnobConfig, p0: float = 0.85):

@@ -6,8 +6,9 @@ import json
 
 import numpy as np
 import pytest
+from knob_configs import SMALL
+from knob_configs import small_config as _cfg
 
-from agents.ppo.config import TrainConfig
 from agents.ppo.workloads import make_env, training_generator
 from frenzy_env.errors import ConfigError
 from frenzy_env.evaluation import run_episode
@@ -21,14 +22,6 @@ from research.knob.agent import (
     train_knob,
 )
 from research.knob.rollouts import Play, leave_one_out_advantages, ppo_update, train_knob_rollouts
-
-SMALL = TrainConfig(workload="mix", traces=(), jobs_range=(12, 16), load_range=(0.6, 0.9))
-
-
-def _cfg(**kw) -> KnobConfig:
-    base = dict(train=SMALL, timesteps=96, n_envs=2, n_steps=32, batch_size=32, n_epochs=1, pool=2,
-                checkpoint_every=32)
-    return KnobConfig(**{**base, **kw})
 
 
 def _play(workload: int, times, cost_times, cost) -> Play:
