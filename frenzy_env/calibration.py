@@ -24,14 +24,22 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from frenzy_env.errors import ConfigError
-from frenzy_env.memory import FRAGMENTATION, FRAMEWORK_BYTES, KINDS, MiB, estimate_memory, framework_options
+from frenzy_env.memory import (
+    FRAGMENTATION,
+    FRAMEWORK_BYTES,
+    KINDS,
+    VALIDATED_FRAMEWORKS,
+    MiB,
+    estimate_memory,
+    framework_options,
+)
 from frenzy_env.memory import FRAMEWORKS as _MEMORY_FRAMEWORKS
 from frenzy_env.models import ModelSpec, custom_model
 
@@ -39,7 +47,10 @@ from frenzy_env.models import ModelSpec, custom_model
 CASES_CSV = Path(__file__).resolve().parent / "data" / "memory_cases.csv"
 # the cases the shipped FRAGMENTATION and FRAMEWORK_BYTES were fitted on (frenzy_env.memory)
 FITTED_CASES = ("A1", "A2")
-PRECISION_MAP = {"fp32": "fp32", "amp-fp16": "amp", "amp-bf16": "amp", "amp": "amp", "bf16": "bf16", "fp16": "fp16"}
+PRECISION_MAP = {
+    "fp32": "fp32", "amp-fp16": "amp", "amp-bf16": "amp", "amp": "amp", "bf16": "bf16", "fp16": "fp16",
+    "bf16-pure": "bf16-pure",
+}
 #: Extended-estimator options implied by a framework (the ``framework`` column): the estimator's public
 #: ``framework`` option, :data:`frenzy_env.memory.FRAMEWORKS` (documented there, per framework and buffer).
 #: A case's own columns (precision, ZeRO stage, recomputation, attention, ...) win over the framework's.
@@ -112,6 +123,10 @@ def calibration_case(row: dict[str, str]) -> tuple[ModelSpec, dict[str, Any], di
     })
     if row.get("attention"):
         opts["attention"] = row["attention"]
+    if row.get("dropout", "") not in ("", None):  # the model's own dropout (empty: the framework's default)
+        if row["dropout"] not in ("0", "1"):
+            raise ConfigError(f"calibration case {case}: dropout must be 0, 1 or empty, got {row['dropout']!r}")
+        opts["dropout"] = row["dropout"] == "1"
     if kind == "device":
         m = re.search(r"(\d+(?:\.\d+)?)\s*mib cuda context", row.get("metric", "").lower())
         context = row.get("context_mib") or (m.group(1) if m else "")
@@ -177,17 +192,27 @@ def leave_one_source_out(
     rows: Sequence[dict[str, str]],
     fit: Callable[[Sequence[dict[str, str]]], tuple[float, float]] = fit_constants,
     predict: Callable[[dict[str, str], float, float], float] = predict_with,
+    fit_frameworks: Collection[str] | None = VALIDATED_FRAMEWORKS,
 ) -> list[dict[str, Any]]:
     """Leave-one-source-out validation: for each ``source_id``, fit on the other sources' rows and predict
     the held-out rows. One record per row: ``case, source_id, measured_mib, predicted_mib, err`` (signed,
     ``(pred - meas) / meas``), the constants used (``fragmentation``, ``framework_mib``) and the row's
-    :data:`FEATURES`. Needs at least two sources."""
+    :data:`FEATURES`. Needs at least two sources.
+
+    Only rows of ``fit_frameworks`` (default :data:`~frenzy_env.memory.VALIDATED_FRAMEWORKS`; None: every row;
+    a row naming no framework counts) enter a fit: the cases of a framework whose mapping misses its
+    measurements (DeepSpeed's) are predicted like any held-out source but would bend the shared constants
+    towards that mapping's error if they were fitted on."""
     sources = sorted({r["source_id"] for r in rows})
     if len(sources) < 2:
         raise ConfigError(f"leave-one-source-out needs at least two sources, got {sources}")
+
+    def fits(r: dict[str, str]) -> bool:
+        return fit_frameworks is None or "framework" not in r or r["framework"] in fit_frameworks
+
     out = []
     for held in sources:
-        f, c = fit([r for r in rows if r["source_id"] != held])
+        f, c = fit([r for r in rows if r["source_id"] != held and fits(r)])
         for r in rows:
             if r["source_id"] != held:
                 continue

@@ -172,6 +172,9 @@ FRAMEWORK_PRECISIONS: dict[str, tuple[str, ...]] = {
 }
 #: Options a framework implies only under one precision (over :data:`FRAMEWORKS`' own).
 FRAMEWORK_PRECISION_OPTIONS: dict[str, dict[str, dict[str, object]]] = {
+    # --fp16 accumulates gradients in the fp16 main_grad buffer: only --bf16 turns on fp32 accumulation
+    # (Megatron-LM megatron/training/arguments.py, accumulate_allreduce_grads_in_fp32)
+    "megatron-core": {"fp16": {"grad_bytes": 2.0}},
     "lightning-ddp": {"fp32": {"grad_bytes": 8.0}, "amp": {"grad_bytes": 8.0}, "bf16-pure": {"grad_bytes": 4.0}},
 }
 #: The frameworks whose mapping is checked on published measurements (``frenzy_env/data/memory_cases.csv``).

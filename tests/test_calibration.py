@@ -20,7 +20,7 @@ from frenzy_env.calibration import (
     predict_with,
 )
 from frenzy_env.errors import ConfigError
-from frenzy_env.memory import FRAGMENTATION, FRAMEWORK_BYTES, KINDS, MiB
+from frenzy_env.memory import FRAGMENTATION, FRAMEWORK_BYTES, KINDS, VALIDATED_FRAMEWORKS, MiB
 
 DATA = Path(__file__).resolve().parents[1] / "frenzy_env" / "data"
 
@@ -120,12 +120,34 @@ def test_fit_without_fragmentable_rows_gives_zero_fragmentation():
 @pytest.mark.parametrize("fit_framework", [True, False])
 def test_loso_targets_on_published_cases(fit_framework):
     recs = leave_one_source_out(load_cases(), fit=partial(fit_constants, fit_framework=fit_framework))
+    missed = set()
     for r in recs:  # the goal: within 10 % on every held-out source, never more than 5 % under
-        assert -0.05 <= r["err"] <= 0.10, r
+        if r["framework"] in VALIDATED_FRAMEWORKS:
+            assert -0.05 <= r["err"] <= 0.10, r
+        elif not -0.05 <= r["err"] <= 0.10:
+            missed.add(r["framework"])
+    # the DeepSpeed mappings are checked on published cases and miss: they stay unvalidated
+    assert missed == {"deepspeed-zero2", "deepspeed-zero3"}
+
+
+def test_unvalidated_cases_never_enter_a_fit():
+    rows = load_cases()
+    ds = [r for r in rows if r["framework"].startswith("deepspeed")]
+    assert ds and all(r["framework"] not in VALIDATED_FRAMEWORKS for r in ds)
+    # moving every DeepSpeed measurement changes no other held-out prediction
+    moved = [{**r, "measured_mib": str(3 * float(r["measured_mib"]))} if r in ds else r for r in rows]
+    base = {r["case"]: r["predicted_mib"] for r in leave_one_source_out(rows)}
+    other = {r["case"]: r["predicted_mib"] for r in leave_one_source_out(moved)}
+    assert all(base[c] == pytest.approx(other[c], rel=1e-12) for c in base)
+    # fitting on every row instead lets them bend the constants
+    every = {r["case"]: r["predicted_mib"] for r in leave_one_source_out(moved, fit_frameworks=None)}
+    assert any(every[c] != pytest.approx(base[c], rel=1e-3) for c in base if not c.startswith("D"))
 
 
 def test_shipped_constants_within_targets_on_every_case():
     for r in load_cases():
+        if r["framework"] not in VALIDATED_FRAMEWORKS:
+            continue
         err = (predict_with(r, FRAGMENTATION, FRAMEWORK_BYTES) - float(r["measured_mib"])) / float(r["measured_mib"])
         assert -0.05 <= err <= 0.10, (r["case"], err)
 

@@ -213,6 +213,11 @@ def test_marp_scope_filters_the_papers_setting():
 
     recs = {r["case"]: r for r in marp_accuracy()}
     assert recs["A4"]["scope"] == ""  # fp16 autocast, eager attention, no recomputation, no ZeRO, one GPU
+    assert recs["P1"]["scope"] == ""  # Megatron --fp16, unfused attention, data parallel, no accumulation
+    assert recs["P3"]["scope"] == "gradient accumulation 4"
+    assert recs["D6"]["scope"] == "ZeRO stage 2" and "ZeRO stage 3" in recs["D1"]["scope"]
+    # the formula has no vocabulary-logit term: P1 comes out 22% low
+    assert recs["P1"]["frenzy_mib"] / recs["P1"]["measured_mib"] == pytest.approx(0.783, abs=0.001)
     assert "precision fp32" in recs["A1"]["scope"]
     assert "gradient accumulation 4" in recs["A2"]["scope"]
     assert "flash attention" in recs["C1"]["scope"] and "precision bf16" in recs["C1"]["scope"]
