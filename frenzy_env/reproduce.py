@@ -10,13 +10,15 @@ Scenarios (``SCENARIOS``; each claim row names its scenario):
   call) of Frenzy vs requested-count Sia from the same episodes.
 * ``rankings``: Frenzy with each MARP plan ranking (:data:`frenzy_env.planning.RANKINGS`) against requested-count
   Sia.
-* ``asrpt``: A-SRPT's own setting: a homogeneous 64-GPU cluster (its model has identical GPUs), small recurring
-  jobs (at most 8 GPUs, 80% in recurring groups) at offered load 1.2, a "testbed" and a larger "simulation"
-  size. Each evaluated workload is the last 20% of a draw (:class:`HistorySplit`); its first 80% is the
-  history the paper trains the random forest on. A-SRPT (forest trained on the history) against strict FIFO
-  (``fifo_strict``, A-SRPT's queue discipline) and backfilling FIFO, and against the paper's comparators on
-  A-SRPT's own placement and forest (``spwf``, ``fifo_he``, ``sjf_he``: :mod:`baselines.asrpt_cmp`); the
-  forest cold and trained against perfect prediction.
+* ``asrpt``: A-SRPT's own setting: a homogeneous 64-GPU cluster (its model has identical GPUs), recurring
+  distributed jobs of 2-8 GPUs (:data:`ASRPT_GPU_DEMAND`, 80% in recurring groups) at offered load 1.2, a
+  "testbed" and a larger "simulation" size (:func:`asrpt_generator`; full size in ``--quick`` too). Each
+  evaluated workload is the last 20% of a draw (:class:`HistorySplit`); its first 80% is the history the paper
+  trains the random forest on. A-SRPT (forest trained on the history) against strict FIFO (``fifo_strict``,
+  A-SRPT's queue discipline) and backfilling FIFO, and against the paper's comparators on A-SRPT's own placement
+  and forest (``spwf``, ``fifo_he``, ``sjf_he``: :mod:`baselines.asrpt_cmp`); the forest cold and trained
+  against perfect prediction. The details give the contention: the share of jobs that wait over
+  :data:`WAIT_THRESHOLD_S` under ``fifo_strict``.
 * ``doubling``: Capes et al.'s setting: 64 V100s ("doubling-64"), copies of one job that fits one GPU
   (:class:`CopiesGenerator`: GPT-2 large, batch 32, 8 h on one V100, 94% scaling efficiency at 8 GPUs in the
   throughput model), Poisson arrivals at low, moderate and extreme contention
@@ -53,12 +55,19 @@ import numpy as np
 
 from frenzy_env.calibration import FITTED_CASES
 from frenzy_env.errors import ConfigError
+from frenzy_env.workload.generators import GPU_DEMAND_COUNTS
 
 SCENARIOS = ("frenzy_sia", "rankings", "asrpt", "doubling", "predictors", "marp")
 #: offered load (:mod:`frenzy_env.workload.load`, at one GPU per job) of the doubling scenario's contention levels
 DOUBLING_LOADS = {"low": 0.25, "moderate": 0.5, "extreme": 1.0}
 ASRPT_CLUSTER = "doubling-64"  # homogeneous 64 GPUs: A-SRPT's model has identical GPUs
 ASRPT_LOAD = 1.2  # A-SRPT's setting: load >= 1, so order matters
+#: GPU counts A-SRPT's jobs request: the ITP week's recorded counts of its distributed jobs (2-8 GPUs), in their
+#: recorded proportions. A-SRPT schedules distributed jobs with mixed parallelism; the week's 1-GPU jobs (80% of
+#: its jobs of at most 8 GPUs) form no queue on 64 GPUs at requested counts (see ``docs/reproduce.md``).
+ASRPT_GPU_DEMAND = tuple((g, float(c)) for g, c in GPU_DEMAND_COUNTS.items() if 2 <= g <= 8)
+#: a job "waited" when it first started more than this many seconds after it arrived (the contention check)
+WAIT_THRESHOLD_S = 60.0
 HISTORY_FRACTION = 0.8  # the paper trains its forest on the first 80% of the trace
 PREDICTORS = ("frenzy", "extended", "oracle")  # the env's memory predictors (frenzy_env.simulator.config)
 PHILLY_TARGET_LOAD = 0.8  # offered reference-GPU load of the Philly window on the 96-GPU testbed
@@ -185,6 +194,10 @@ class Runner:
                         m["total_jct_h"] = float(np.nansum(res.jobs["jct_h"].to_numpy()))
                         m["latency_mean_ms"] = float(res.latencies.mean() * 1e3) if res.latencies.size else 0.0
                         m["policy_seconds"] = float(res.latencies.sum())
+                        wait = (res.jobs["start_time_s"] - res.jobs["submit_time_s"]).to_numpy(dtype=float)
+                        started = wait[np.isfinite(wait)]
+                        m["waited_frac"] = float(np.mean(started > WAIT_THRESHOLD_S)) if started.size else 0.0
+                        m["mean_wait_h"] = float(started.mean()) / 3600.0 if started.size else 0.0
                         m["wall_s"] = time.perf_counter() - t0
                         if m.get("finished", 0) + m.get("rejected", 0) < m.get("jobs", 0):
                             self._missing[label] = f"{label} stopped before every job finished"
@@ -265,6 +278,21 @@ def fmt_ci(mean: float, half: float, pct: bool = False, unit: str = "") -> str:
 
 #: relative band around a paper's single value: a CI inside [v (1 - BAND), v (1 + BAND)] reproduces v
 BAND = 0.25
+#: fewest values (seeds or cases) whose t-interval a verdict uses; below it, the values' own range (two values
+#: give a t-interval 12.7 half-widths wide, which contains nearly any paper's number)
+MIN_CI_N = 3
+
+
+def _interval(values: list[float]) -> tuple[float, float, bool]:
+    """(mean, half-width, is_range): the t-distribution 95% interval, or for 2 values (fewer than
+    :data:`MIN_CI_N`) the midpoint and half of their range."""
+    from frenzy_env.evaluation import confidence_interval
+
+    if 2 <= len(values) < MIN_CI_N:
+        a, b = min(values), max(values)
+        return (a + b) / 2, (b - a) / 2, True
+    mean, half = confidence_interval(values)
+    return mean, half, False
 #: what a row is: the paper's own claim, the project's extension (context, other settings, studies) or a control
 ROW_KINDS = ("paper claim", "extension", "control")
 #: the written rule of the verdicts (stated above the claims table and in docs/reproduce.md)
@@ -278,7 +306,9 @@ VERDICT_RULE = (
     "paper's value and its band), \"opposite\" (the CI lies wholly on the other side of no effect), \"no effect\" "
     "(the CI contains no effect and excludes the paper's value), \"inconclusive\" (the CI contains both), "
     "\"smaller\" / \"larger\" (plain values with no no-effect value, e.g. accuracy), \"not tested\" (no "
-    "measurement; the reason says why). The kind column says whose claim a row is: \"paper claim\" rows are "
+    "measurement; the reason says why). With fewer than 3 values (seeds or cases) the range of the values stands "
+    "in for the CI: a t-interval over 2 values is too wide to tell anything. The kind column says whose claim a "
+    "row is: \"paper claim\" rows are "
     "the papers' own; \"extension\" rows (context comparators, other settings, the rankings study, our "
     "estimator, cases outside a paper's scope) and \"control\" rows (no claim) are never counted as the paper's."
 )
@@ -323,13 +353,19 @@ def verdict(
 
 def reason(
     verdict_text: str, low: str, high: str, lo: str, hi: str, null: str, n: int, band: str = "",
-    within_band: bool = False,
+    within_band: bool = False, is_range: bool = False,
 ) -> str:
     """One line saying why ``verdict_text`` follows from our CI [``low``, ``high``] over ``n`` seeds (or cases),
     the paper's value or range [``lo``, ``hi``] (``hi`` "any": a direction only), the no-effect value ``null``
     and the band around a single value (``band``, e.g. "43.5% to 72.5%"), all formatted; ``within_band``: a
-    reproduced single value is not inside our CI, which lies within its band."""
-    ours = f"our value {low} (n=1, no interval)" if n == 1 else f"our 95% CI {low} to {high} (n={n})"
+    reproduced single value is not inside our CI, which lies within its band; ``is_range``: [``low``, ``high``]
+    is the range of 2 values, not a CI (:data:`MIN_CI_N`)."""
+    if n == 1:
+        ours = f"our value {low} (n=1, no interval)"
+    elif is_range:
+        ours = f"the range of our {n} values, {low} to {high},"
+    else:
+        ours = f"our 95% CI {low} to {high} (n={n})"
     if hi == "any":
         paper = f"the paper's side of {null}"
         if verdict_text == "reproduced":
@@ -382,7 +418,7 @@ def claim_from_values(
     ``null``, e.g. ``(1e-9, 1.0)`` for "lower") is a direction-only claim, unless the paper's text reads "up to
     X", whose maximum ``hi`` is compared as a single value. ``row.reason`` gets the one-line reason of the
     verdict (:func:`reason`), then ``note`` (a likely cause); ``row.kind`` defaults to :func:`claim_kind`."""
-    from frenzy_env.evaluation import confidence_interval, format_number
+    from frenzy_env.evaluation import format_number
 
     if null is not None and row.paper.strip().lower().startswith("up to"):
         lo = hi  # "up to X": the paper's maximum as a value
@@ -394,11 +430,11 @@ def claim_from_values(
         row.kind = row.kind or claim_kind(row)
         return row
     if log:  # a ratio: CI of the mean log-ratio, shown as a geometric mean and its interval
-        mean, half = confidence_interval(np.log(values).tolist())
+        mean, half, is_range = _interval(np.log(values).tolist())
         row.mean, row.ci95, row.n = math.exp(mean), half, len(values)
         h = 0.0 if math.isnan(half) else half
         low, high = format_number(math.exp(mean - h)), format_number(math.exp(mean + h))
-        span = "n=1" if math.isnan(half) else f"95% CI {low}-{high}"
+        span = "n=1" if math.isnan(half) else f"range {low}-{high}" if is_range else f"95% CI {low}-{high}"
         row.ours = f"{format_number(math.exp(mean))}{unit} ({span})"
         bounds = (lo * (1 - BAND), hi * (1 + BAND)) if lo == hi and math.isfinite(hi) else None
         row.verdict = verdict(
@@ -411,24 +447,27 @@ def claim_from_values(
         ratio = [f"{format_number(lo)}{unit}", f"{format_number(hi)}{unit}" if math.isfinite(hi) else "any",
                  f"{format_number(1.0 if null is None else null)}{unit}"]
         inside = not (mean - h <= math.log(lo) <= mean + h)
-        row.reason = reason(row.verdict, low + unit, high + unit, *ratio, row.n, band=band_text, within_band=inside)
+        row.reason = reason(row.verdict, low + unit, high + unit, *ratio, row.n, band=band_text, within_band=inside,
+                            is_range=is_range)
     else:
-        mean, half = confidence_interval(values)
+        mean, half, is_range = _interval(values)
         row.mean, row.ci95, row.n = mean, half, len(values)
-        row.ours = fmt_ci(mean, half, pct=pct, unit=unit)
-        row.verdict = verdict(mean, half, lo, hi, null)
-        row.detail = detail
-        h = 0.0 if math.isnan(half) else half
 
         def fmt(v: float) -> str:
             if not math.isfinite(v):
                 return "any"
             return f"{format_number(round(v * 100, 9))}%" if pct else f"{format_number(v)}{unit}"
 
+        row.ours = f"{fmt(min(values))} to {fmt(max(values))} (n=2, range)" if is_range else fmt_ci(
+            mean, half, pct=pct, unit=unit)
+        row.verdict = verdict(mean, half, lo, hi, null)
+        row.detail = detail
+        h = 0.0 if math.isnan(half) else half
+
         band_text = f"{fmt(lo * (1 - BAND))} to {fmt(lo * (1 + BAND))}" if lo == hi else ""
         row.reason = reason(
             row.verdict, fmt(mean - h), fmt(mean + h), fmt(lo), fmt(hi), fmt(null or 0.0), row.n, band=band_text,
-            within_band=not (mean - h <= lo <= mean + h),
+            within_band=not (mean - h <= lo <= mean + h), is_range=is_range,
         )
     if note:
         row.reason = f"{row.reason}; {note}" if row.reason else note
@@ -598,19 +637,24 @@ class HistorySplit:
         return Workload(self.name, jobs, source=f"{wl.source}; jobs {self._cut}- of {len(wl.jobs)}")
 
 
-def scenario_asrpt(cfg: ReproduceConfig, runner: Runner) -> list[ClaimRow]:
+def asrpt_generator(setting: str, n: int) -> HistorySplit:
+    """A-SRPT's setting: identical GPUs (:data:`ASRPT_CLUSTER`, 8 x 8 V100), recurring distributed jobs of 2-8
+    GPUs (:data:`ASRPT_GPU_DEMAND`; 80% in recurring groups of mean size 10) at offered load
+    :data:`ASRPT_LOAD`; ``n`` evaluated jobs after a history of ``n / (1 - HISTORY_FRACTION) - n`` jobs."""
     from frenzy_env.workload import SyntheticGenerator
 
+    total = int(math.ceil(n / (1.0 - HISTORY_FRACTION)))
+    base = SyntheticGenerator(num_jobs=total, load=ASRPT_LOAD, cluster=ASRPT_CLUSTER, recurring_fraction=0.8,
+                              mean_group_size=10.0, max_gpus=8, name=f"asrpt-{setting}", gpu_demand=ASRPT_GPU_DEMAND)
+    return HistorySplit(base, name=f"asrpt-{setting}")
+
+
+def scenario_asrpt(cfg: ReproduceConfig, runner: Runner) -> list[ClaimRow]:
     seeds = range(cfg.num_seeds)
-    # A-SRPT's setting: identical GPUs (8 x 8 V100), small recurring jobs, load >= 1
-    cluster = ASRPT_CLUSTER
-    setups = []
-    for setting, gap, (full, quick) in (("testbed", 7, (60, 30)), ("simulation", 14, (400, 80))):
-        n = cfg.n_jobs(full, quick)
-        total = int(math.ceil(n / (1.0 - HISTORY_FRACTION)))
-        base = SyntheticGenerator(num_jobs=total, load=ASRPT_LOAD, cluster=cluster, recurring_fraction=0.8,
-                                  mean_group_size=10.0, max_gpus=8, name=f"asrpt-{setting}")
-        setups.append((setting, gap, HistorySplit(base, name=f"asrpt-{setting}")))
+    setups = [(setting, gap, asrpt_generator(setting, cfg.n_jobs(size, size)))
+              # full size in --quick too (about 25 s on 2 cores): at 30 and 80 jobs the heavy-tailed durations
+              # leave the queue nearly empty and every queue order ties
+              for setting, gap, size in (("testbed", 7, 60), ("simulation", 14, 400))]
     rows = []
     for setting, gap, gen in setups:
         policies = [
@@ -627,8 +671,14 @@ def scenario_asrpt(cfg: ReproduceConfig, runner: Runner) -> list[ClaimRow]:
         ]
         wl_key = f"{gen.name}-{gen.num_jobs}"
         runner.log(f"[asrpt] {wl_key} (history: the {gen._cut} jobs before it)")
-        res = {label: runner.run(wl_key, cluster, gen, label, pol, kw, seeds) for label, pol, kw in policies}
+        res = {label: runner.run(wl_key, ASRPT_CLUSTER, gen, label, pol, kw, seeds) for label, pol, kw in policies}
         totals = ", ".join(f"{p} {mean_of(res[p], 'total_jct_h')}" for p, *_ in policies)
+        strict = [m for m in res["fifo_strict"] if m is not None]
+        totals += (
+            f"; contention under fifo_strict: {100 * np.mean([m['waited_frac'] for m in strict]):.0f}% of jobs wait "
+            f"over {WAIT_THRESHOLD_S:.0f} s (mean wait {np.mean([m['mean_wait_h'] for m in strict]):.2f} h), "
+            f"{100 * np.mean([m['utilisation_frac'] for m in strict]):.0f}% of GPUs busy over the makespan"
+        ) if strict else ""
         trained = "asrpt[forest,history]"
         rows.append(claim_from_values(
             ClaimRow("A-SRPT total JCT lower than strict FIFO", "up to 92% lower", wl_key,

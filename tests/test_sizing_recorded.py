@@ -171,3 +171,33 @@ def test_synthetic_gpu_demand_is_the_shipped_weeks_and_the_mix_fits_the_cluster(
             j.batch_size in {o[0] for o in recorded_options(j.model, j.seq_len, j.requested_gpus, t, p)}
             for t, _, p in mix
         ), (j.model.name, j.batch_size, j.requested_gpus)
+
+
+def test_synthetic_gpu_demand_option_draws_only_the_named_counts_in_proportion():
+    gen = SyntheticGenerator(num_jobs=400, cluster="doubling-64", max_gpus=8, recurring_fraction=0.0,
+                             gpu_demand=((2, 1.0), (8, 3.0)))
+    counts = collections.Counter(j.requested_gpus for j in gen.generate(0))
+    assert set(counts) == {2, 8}
+    assert counts[8] / 400 == pytest.approx(0.75, abs=0.07)  # binomial sd 0.022: 3 sd
+    # the default is the shipped week's counts; a dict works as well as pairs
+    assert SyntheticGenerator(gpu_demand={4: 1}).gpu_demand == ((4, 1.0),)
+    assert SyntheticGenerator().generate(0).jobs == SyntheticGenerator(gpu_demand=None).generate(0).jobs
+
+
+@pytest.mark.parametrize(
+    ("demand", "match"),
+    [
+        (((3, 1.0),), "power of two >= 1, got 3"),
+        (((2, 0.0),), "weight of 2 GPUs must be positive, got 0.0"),
+        (((2, 1.0), (2, 2.0)), "names a GPU count twice"),
+        ((), "at least one GPU count"),
+        ("2", "GPU count must be a power of two|pairs"),
+    ],
+)
+def test_synthetic_gpu_demand_bad_input_names_the_field_and_value(demand, match):
+    from frenzy_env.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=match):
+        SyntheticGenerator(gpu_demand=demand)
+    with pytest.raises(ConfigError, match="gpu_demand applies to sizing 'recorded' only"):
+        SyntheticGenerator(gpu_demand=((2, 1.0),), sizing="v4")

@@ -111,6 +111,28 @@ def _quantile_sample(profile: str, u: np.ndarray) -> np.ndarray:
     return np.exp(np.interp(u * levels[-1], levels, logq))
 
 
+def _check_gpu_demand(demand: object, sizing: str) -> tuple[tuple[int, float], ...]:
+    """``gpu_demand`` as sorted ``(count, weight)`` pairs, or a ConfigError naming the bad entry."""
+    if sizing != "recorded":
+        raise ConfigError(f"gpu_demand applies to sizing 'recorded' only; got sizing={sizing!r}")
+    try:
+        pairs = tuple((k, v) for k, v in (demand.items() if isinstance(demand, dict) else demand))  # type: ignore[union-attr]
+    except (TypeError, ValueError):
+        raise ConfigError(f"gpu_demand must be (GPU count, weight) pairs, got {demand!r}") from None
+    if not pairs:
+        raise ConfigError("gpu_demand must name at least one GPU count, got none")
+    out = []
+    for g, w in pairs:
+        if isinstance(g, bool) or int(g) != g or g < 1 or int(g) & (int(g) - 1):
+            raise ConfigError(f"gpu_demand: GPU count must be a power of two >= 1, got {g!r}")
+        if not float(w) > 0:
+            raise ConfigError(f"gpu_demand: weight of {int(g)} GPUs must be positive, got {w!r}")
+        out.append((int(g), float(w)))
+    if len({g for g, _ in out}) != len(out):
+        raise ConfigError(f"gpu_demand names a GPU count twice: {demand!r}")
+    return tuple(sorted(out))
+
+
 @dataclass(frozen=True)
 class SyntheticGenerator:
     """Seeded synthetic workload: Poisson arrivals at a given load, catalogue models, trace-like durations.
@@ -138,9 +160,10 @@ class SyntheticGenerator:
 
     ``sizing="recorded"`` (the default from env v5; ``"v4"`` is the rule above) sizes jobs like trace jobs under the
     rule of the same name (:mod:`~frenzy_env.workload.configs`): a job's GPU count is drawn from
-    :data:`GPU_DEMAND_COUNTS` (the shipped ITP week's recorded counts, at most ``max_gpus`` and the cluster's
-    largest GPU-type count), its sizing type among the cluster's types with at least that many GPUs in proportion
-    to their counts, its model among those that can be sized there, by :data:`MODEL_SIZE_MIX` (classes with no
+    ``gpu_demand`` (``(count, weight)`` pairs of powers of two; default None: :data:`GPU_DEMAND_COUNTS`, the
+    shipped ITP week's recorded counts), at most ``max_gpus`` and the cluster's largest GPU-type count, its sizing
+    type among the cluster's types with at least that many GPUs in proportion to their counts, its model among
+    those that can be sized there, by :data:`MODEL_SIZE_MIX` (classes with no
     such model drop out; uniformly when ``models`` is given), and its batch by the rule's micro-batch and
     accumulation draws (:func:`~frenzy_env.workload.configs.recorded_options`). With the default model pool a
     model is eligible only if the cluster holds it on a quarter of one GPU type (:func:`cluster_holds`): on
@@ -161,10 +184,13 @@ class SyntheticGenerator:
     utilisation: float = DEFAULT_UTILISATION
     sizing: str = DEFAULT_SIZING
     efficiency: str = DEFAULT_EFFICIENCY
+    gpu_demand: tuple[tuple[int, float], ...] | None = None
 
     def __post_init__(self) -> None:
         check_sizing(self.sizing)
         check_efficiency(self.efficiency)
+        if self.gpu_demand is not None:
+            object.__setattr__(self, "gpu_demand", _check_gpu_demand(self.gpu_demand, self.sizing))
         if int(self.num_jobs) != self.num_jobs or self.num_jobs < 1:
             raise ConfigError(f"num_jobs must be a positive integer, got {self.num_jobs!r}")
         if not self.load > 0:
@@ -214,7 +240,8 @@ class SyntheticGenerator:
         per_node = cluster.max_gpus_per_node(ref)
         mix = [(t, cluster.gpus_of_type(t), cluster.max_gpus_per_node(t)) for t in cluster.gpu_types]
         top = min(int(self.max_gpus), max(c for _, c, _ in mix))
-        demand = {g: c for g, c in GPU_DEMAND_COUNTS.items() if g <= top} or {1: 1}
+        weights = dict(self.gpu_demand) if self.gpu_demand is not None else GPU_DEMAND_COUNTS
+        demand = {g: c for g, c in weights.items() if g <= top} or {1: 1}
         counts = np.array(list(demand), dtype=np.int64)  # (C,)
         cum_g = np.cumsum(list(demand.values()), dtype=np.float64)
         cum_g /= cum_g[-1]
@@ -368,10 +395,13 @@ class TraceGenerator:
     load: float | None = None
     sizing: str = DEFAULT_SIZING
     efficiency: str = DEFAULT_EFFICIENCY
+    gpu_demand: tuple[tuple[int, float], ...] | None = None
 
     def __post_init__(self) -> None:
         check_sizing(self.sizing)
         check_efficiency(self.efficiency)
+        if self.gpu_demand is not None:
+            object.__setattr__(self, "gpu_demand", _check_gpu_demand(self.gpu_demand, self.sizing))
         if self.load is not None and not (isinstance(self.load, (int, float)) and self.load > 0):
             raise ConfigError(f"load must be a positive number or None, got {self.load!r}")
         if self.load is not None and self.cluster is None:
