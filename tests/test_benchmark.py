@@ -13,7 +13,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from frenzy_env.benchmark import MODES, fit_exponent, run_benchmark, scaled_cluster
+from frenzy_env.benchmark import (
+    MODES,
+    Results,
+    fit_exponent,
+    machine_info,
+    run_benchmark,
+    scaled_cluster,
+    summary_table,
+)
+from frenzy_env.benchmark.measure import bench_sia
 from frenzy_env.cli import main
 from frenzy_env.cluster import ClusterSpec
 from frenzy_env.placement import capacity_by_tp, place
@@ -25,7 +34,7 @@ TINY = MODES["quick"].__class__(
         **MODES["quick"].__dict__,
         "env_steps": 50, "cartpole_steps": 200, "replay_max_jobs": 40, "latency_gpus": (64,),
         "latency_queues": (10,), "latency_calls": 3, "marp_seconds": 0.02, "scaling_jobs": (30, 60),
-        "scaling_gpus": (64,), "scaling_gpu_jobs": 30,
+        "scaling_gpus": (64,), "scaling_gpu_jobs": 30, "sia_jobs": 12, "sia_steps": 30,
     }
 )
 
@@ -49,7 +58,9 @@ def test_quick_cli_run_writes_table_csv_json_png(tmp_path, capsys):
 def test_every_section_runs_tiny():
     res = run_benchmark(TINY, data_dir=None, policies=["fifo"], log=lambda _m: None)
     sections = {r.section for r in res.rows}
-    assert sections == {"startup", "steps", "replay", "latency", "marp", "scaling_jobs", "scaling_gpus", "train"}
+    assert sections == {
+        "startup", "steps", "replay", "latency", "marp", "scaling_jobs", "scaling_gpus", "train", "sia",
+    }
     assert res.get("startup", "compiled kernels", "seconds") > 0
     kernel_starts = [r.value for r in res.rows if r.metric == "kernels_s"]  # one per scaling child process
     assert len(kernel_starts) == 2 and all(v > 0 for v in kernel_starts)
@@ -155,3 +166,16 @@ def test_profile_script_with_pyinstrument_writes_its_page(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "compiled kernels" in done.stdout or "numpy code" in done.stdout
     assert "FrenzyEnv.step" in done.stdout and (tmp_path / "p.html").read_text(encoding="utf-8").startswith("<")
+
+
+def test_sia_section_times_every_round():
+    cfg = TINY.__class__(**{**TINY.__dict__, "sia_jobs": 6, "sia_steps": 20})
+    res = Results()
+    bench_sia(cfg, res, lambda _m: None)
+    rows = {(r.case, r.metric): r.value for r in res.section("sia")}
+    cases = {c for c, _ in rows}
+    assert len(cases) == 3 and any("1,024 GPUs" in c for c in cases) and any("sia[requested]" in c for c in cases)
+    for c in cases:  # p99 >= median > 0, and the rounds' time is part of the episode's
+        assert rows[(c, "rounds")] >= 1 and rows[(c, "round_p99_ms")] >= rows[(c, "round_median_ms")] > 0
+        assert 0 < rows[(c, "round_seconds")] <= rows[(c, "episode_seconds")]
+    assert "| Sia round frenzy-testbed" in summary_table(res, machine_info(), "quick")

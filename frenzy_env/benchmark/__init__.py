@@ -28,6 +28,10 @@ Sections (:data:`SECTIONS`; ``frenzy benchmark --sections``, default all):
     warm start and validation left out) for a few updates (agents.ppo is imported only by this section), and
     the same guided by ``sia_srpt``'s planner (``ppo training guided by sia_srpt``). (The knob agent's
     training is no longer measured: it is a research model now, ``research/knob``.)
+``sia``
+    wall time of each Sia round (``SiaPolicy.plan_round``), median and p99, over one episode of ``sia`` and
+    ``sia[requested]`` on frenzy-testbed (96 GPUs, the first ``sia_jobs`` jobs of the ITP week) and of ``sia`` on
+    large-1024 (the synthetic preset, at most ``sia_steps`` decisions).
 
 :mod:`frenzy_env.benchmark.measure` runs the sections; :mod:`frenzy_env.benchmark.report` writes
 ``benchmark.csv`` (section, case, metric, value, unit), ``benchmark.json`` (rows and the machine),

@@ -26,7 +26,7 @@ import numpy as np
 
 from frenzy_env.errors import FrenzyError
 
-SECTIONS = ("steps", "replay", "latency", "marp", "scaling", "train")
+SECTIONS = ("steps", "replay", "latency", "marp", "scaling", "train", "sia")
 TARGET_POLICY = "frenzy"  # the policy of the Philly target (fifo stands in when it is not registered)
 REPLAY_CLUSTER = "large-1024"
 
@@ -50,6 +50,8 @@ class BenchConfig:
     scaling_jobs: tuple[int, ...]
     scaling_gpus: tuple[int, ...]
     scaling_gpu_jobs: int
+    sia_jobs: int  # jobs of the ITP week on frenzy-testbed (96 GPUs) in the Sia round timing
+    sia_steps: int  # decisions of the synthetic large-1024 episode in the Sia round timing
 
 
 MODES: dict[str, BenchConfig] = {
@@ -57,19 +59,20 @@ MODES: dict[str, BenchConfig] = {
         "quick", env_steps=1_000, cartpole_steps=5_000, repeats=1, replay_max_jobs=300, replay_itp=1,
         replay_target_full=False, replay_budget_s=60.0, latency_gpus=(64, 1024), latency_queues=(10, 100),
         latency_calls=20, marp_seconds=0.2, scaling_jobs=(200, 600), scaling_gpus=(64, 256), scaling_gpu_jobs=200,
+        sia_jobs=40, sia_steps=100,
     ),
     "default": BenchConfig(
         "default", env_steps=20_000, cartpole_steps=100_000, repeats=3, replay_max_jobs=5_000, replay_itp=2,
         replay_target_full=True, replay_budget_s=600.0, latency_gpus=(64, 1024, 10_000),
         latency_queues=(10, 100, 1_000), latency_calls=200, marp_seconds=1.0, scaling_jobs=(1_000, 10_000, 100_000),
-        scaling_gpus=(64, 256, 1024, 4096), scaling_gpu_jobs=5_000,
+        scaling_gpus=(64, 256, 1024, 4096), scaling_gpu_jobs=5_000, sia_jobs=150, sia_steps=20_000,
     ),
     "full": BenchConfig(
         "full", env_steps=100_000, cartpole_steps=300_000, repeats=5, replay_max_jobs=None, replay_itp=8,
         replay_target_full=True, replay_budget_s=3600.0, latency_gpus=(64, 1024, 10_000),
         latency_queues=(10, 100, 1_000), latency_calls=1_000, marp_seconds=3.0,
         scaling_jobs=(1_000, 3_000, 10_000, 30_000, 100_000), scaling_gpus=(64, 256, 1024, 4096, 10_000),
-        scaling_gpu_jobs=20_000,
+        scaling_gpu_jobs=20_000, sia_jobs=570, sia_steps=100_000,
     ),
 }
 
@@ -551,6 +554,56 @@ def bench_train(cfg: BenchConfig, res: Results, log: Callable[[str], None]) -> N
             f"{lines[-1]['reference_runs']} reference runs; torch threads {shipped.threads})")
 
 
+#: (case, policy, its keywords, cluster, workload overrides) of the Sia round timing; "itp" and "synthetic" cut
+#: by :attr:`BenchConfig.sia_jobs` and :attr:`BenchConfig.sia_steps`
+SIA_CASES = (
+    ("frenzy-testbed, 96 GPUs (itp-default)", "sia", {}, "frenzy-testbed", "itp"),
+    ("frenzy-testbed, 96 GPUs (itp-default)", "sia[requested]", {"requested_only": True}, "frenzy-testbed", "itp"),
+    ("large-1024, 1,024 GPUs (synthetic)", "sia", {}, "large-1024", "synthetic"),
+)
+
+
+def bench_sia(cfg: BenchConfig, res: Results, log: Callable[[str], None]) -> None:
+    """Wall time of each Sia round (``SiaPolicy.plan_round``: the goodput matrix, the integer program and the
+    carry-out) over one episode: on frenzy-testbed with the first ``sia_jobs`` jobs of the ITP week, and on
+    large-1024 with the synthetic preset for ``sia_steps`` decisions. Median and p99 per round, rounds, and the
+    episode's policy seconds."""
+    from baselines import make_policy
+    from frenzy_env.env import FrenzyEnv
+    from frenzy_env.evaluation import run_episode
+    from frenzy_env.workload import make_generator
+
+    for case, label, kwargs, cluster, wl in SIA_CASES:
+        if wl == "itp":
+            gen, steps = make_generator("itp-default", max_jobs=cfg.sia_jobs), 200 * cfg.sia_jobs + 10_000
+        else:
+            gen, steps = make_generator("synthetic"), cfg.sia_steps
+        env = FrenzyEnv(cluster=cluster, workload=gen)
+        policy = make_policy("sia", env, **kwargs)
+        rounds: list[float] = []
+        plan_round = policy.plan_round
+
+        def timed(plan_round: Callable[[], Any] = plan_round, rounds: list[float] = rounds) -> Any:
+            t = time.perf_counter()
+            out = plan_round()
+            rounds.append(time.perf_counter() - t)
+            return out
+
+        policy.plan_round = timed  # type: ignore[method-assign]
+        t0 = time.perf_counter()
+        run_episode(env, policy, seed=0, max_steps=steps)
+        wall = time.perf_counter() - t0
+        sec = np.asarray(rounds) if rounds else np.zeros(1)
+        key = f"{case} / {label}"
+        res.add("sia", key, "round_median_ms", float(np.median(sec)) * 1e3, "ms")
+        res.add("sia", key, "round_p99_ms", float(np.percentile(sec, 99)) * 1e3, "ms")
+        res.add("sia", key, "rounds", len(rounds), "")
+        res.add("sia", key, "round_seconds", float(sec.sum()) if rounds else 0.0, "s")
+        res.add("sia", key, "episode_seconds", wall, "s")
+        log(f"  {key}: {len(rounds)} rounds, median {np.median(sec) * 1e3:.2f} ms, p99 "
+            f"{np.percentile(sec, 99) * 1e3:.1f} ms ({wall:.0f} s)")
+
+
 def run_benchmark(
     cfg: BenchConfig,
     sections: tuple[str, ...] = SECTIONS,
@@ -589,6 +642,8 @@ def run_benchmark(
             bench_marp(cfg, res, log)
         elif name == "train":
             bench_train(cfg, res, log)
+        elif name == "sia":
+            bench_sia(cfg, res, log)
         else:
             bench_scaling(cfg, res, log)
         log(f"  ({time.perf_counter() - t0:.0f} s)")

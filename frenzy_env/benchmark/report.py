@@ -66,6 +66,10 @@ def summary_table(res: Results, machine: dict[str, Any], mode: str) -> str:
         if r.metric == "decisions_per_s":
             roll = res.get("train", r.case, "rollout_decisions_per_s")
             lines.append(f"| ppo training ({r.case}) | {r.value:,.0f} decisions/s (rollouts alone {roll:,.0f}/s) |")
+    for r in res.section("sia"):
+        if r.metric == "round_median_ms":
+            p99, n = res.get("sia", r.case, "round_p99_ms"), res.get("sia", r.case, "rounds")
+            lines.append(f"| Sia round {r.case} | median {r.value:.2f} ms, p99 {p99:.1f} ms ({n:,.0f} rounds) |")
     head = (f"Measured in `{mode}` mode on {machine['cpu']} ({machine['cores']} cores, {machine['memory_gb']} GB; "
             f"load average {machine['load_average_1m']} at the start), Python {machine['python']}, "
             f"numpy {machine['numpy']}, gymnasium {machine['gymnasium']}; kernels: {machine['kernels']}.")
