@@ -281,18 +281,6 @@ BAND = 0.25
 #: fewest values (seeds or cases) whose t-interval a verdict uses; below it, the values' own range (two values
 #: give a t-interval 12.7 half-widths wide, which contains nearly any paper's number)
 MIN_CI_N = 3
-
-
-def _interval(values: list[float]) -> tuple[float, float, bool]:
-    """(mean, half-width, is_range): the t-distribution 95% interval, or for 2 values (fewer than
-    :data:`MIN_CI_N`) the midpoint and half of their range."""
-    from frenzy_env.evaluation import confidence_interval
-
-    if 2 <= len(values) < MIN_CI_N:
-        a, b = min(values), max(values)
-        return (a + b) / 2, (b - a) / 2, True
-    mean, half = confidence_interval(values)
-    return mean, half, False
 #: what a row is: the paper's own claim, the project's extension (context, other settings, studies) or a control
 ROW_KINDS = ("paper claim", "extension", "control")
 #: the written rule of the verdicts (stated above the claims table and in docs/reproduce.md)
@@ -308,10 +296,22 @@ VERDICT_RULE = (
     "\"smaller\" / \"larger\" (plain values with no no-effect value, e.g. accuracy), \"not tested\" (no "
     "measurement; the reason says why). With fewer than 3 values (seeds or cases) the range of the values stands "
     "in for the CI: a t-interval over 2 values is too wide to tell anything. The kind column says whose claim a "
-    "row is: \"paper claim\" rows are "
-    "the papers' own; \"extension\" rows (context comparators, other settings, the rankings study, our "
-    "estimator, cases outside a paper's scope) and \"control\" rows (no claim) are never counted as the paper's."
+    "row is: \"paper claim\" rows are the papers' own; \"extension\" rows (context comparators, other settings, "
+    "the rankings study, our estimator, cases outside a paper's scope) and \"control\" rows (no claim) are never "
+    "counted as the paper's."
 )
+
+
+def _interval(values: list[float]) -> tuple[float, float, bool]:
+    """(mean, half-width, is_range): the t-distribution 95% interval, or for 2 values (fewer than
+    :data:`MIN_CI_N`) the midpoint and half of their range."""
+    from frenzy_env.evaluation import confidence_interval
+
+    if 2 <= len(values) < MIN_CI_N:
+        a, b = min(values), max(values)
+        return (a + b) / 2, (b - a) / 2, True
+    mean, half = confidence_interval(values)
+    return mean, half, False
 
 
 def verdict(
