@@ -201,3 +201,10 @@ def test_synthetic_gpu_demand_bad_input_names_the_field_and_value(demand, match)
         SyntheticGenerator(gpu_demand=demand)
     with pytest.raises(ConfigError, match="gpu_demand applies to sizing 'recorded' only"):
         SyntheticGenerator(gpu_demand=((2, 1.0),), sizing="v4")
+
+
+def test_synthetic_gpu_demand_that_no_cluster_type_holds_is_an_error():
+    from frenzy_env.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"no count fits max_gpus=4 .*doubling-64"):
+        SyntheticGenerator(cluster="doubling-64", max_gpus=4, gpu_demand=((8, 1.0),)).generate(0)

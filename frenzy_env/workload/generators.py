@@ -241,7 +241,13 @@ class SyntheticGenerator:
         mix = [(t, cluster.gpus_of_type(t), cluster.max_gpus_per_node(t)) for t in cluster.gpu_types]
         top = min(int(self.max_gpus), max(c for _, c, _ in mix))
         weights = dict(self.gpu_demand) if self.gpu_demand is not None else GPU_DEMAND_COUNTS
-        demand = {g: c for g, c in weights.items() if g <= top} or {1: 1}
+        demand = {g: c for g, c in weights.items() if g <= top}
+        if not demand and self.gpu_demand is not None:
+            raise ConfigError(
+                f"gpu_demand {self.gpu_demand!r}: no count fits max_gpus={self.max_gpus} and the largest GPU type of "
+                f"cluster {cluster.name!r} ({max(c for _, c, _ in mix)} GPUs)"
+            )
+        demand = demand or {1: 1}
         counts = np.array(list(demand), dtype=np.int64)  # (C,)
         cum_g = np.cumsum(list(demand.values()), dtype=np.float64)
         cum_g /= cum_g[-1]
@@ -395,13 +401,10 @@ class TraceGenerator:
     load: float | None = None
     sizing: str = DEFAULT_SIZING
     efficiency: str = DEFAULT_EFFICIENCY
-    gpu_demand: tuple[tuple[int, float], ...] | None = None
 
     def __post_init__(self) -> None:
         check_sizing(self.sizing)
         check_efficiency(self.efficiency)
-        if self.gpu_demand is not None:
-            object.__setattr__(self, "gpu_demand", _check_gpu_demand(self.gpu_demand, self.sizing))
         if self.load is not None and not (isinstance(self.load, (int, float)) and self.load > 0):
             raise ConfigError(f"load must be a positive number or None, got {self.load!r}")
         if self.load is not None and self.cluster is None:
