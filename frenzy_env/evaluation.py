@@ -104,6 +104,12 @@ def attempts_table(sim: Any) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(ATTEMPT_COLUMNS))
 
 
+def step_limit(num_jobs: int) -> int:
+    """A generous decision limit for one scripted episode of ``num_jobs`` jobs (200 per job plus 10,000), so
+    that a policy that never lets the episode end is cut instead of running forever."""
+    return 200 * int(num_jobs) + 10_000
+
+
 def play(
     env: Any,
     policy: Policy,

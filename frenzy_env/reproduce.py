@@ -222,7 +222,9 @@ def _timed_episode(run_episode: Callable, env: Any, policy: Any, seed: int, budg
     import signal
     import threading
 
-    steps = 200 * env.unwrapped.sim.num_jobs + 10_000  # a step limit as well: the env never hangs
+    from frenzy_env.evaluation import step_limit
+
+    steps = step_limit(env.unwrapped.sim.num_jobs)  # a step limit as well: the env never hangs
     if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
         return run_episode(env, policy, seed=seed, max_steps=steps)
 

@@ -570,12 +570,12 @@ def bench_sia(cfg: BenchConfig, res: Results, log: Callable[[str], None]) -> Non
     episode's policy seconds."""
     from baselines import make_policy
     from frenzy_env.env import FrenzyEnv
-    from frenzy_env.evaluation import run_episode
+    from frenzy_env.evaluation import run_episode, step_limit
     from frenzy_env.workload import make_generator
 
     for case, label, kwargs, cluster, wl in SIA_CASES:
         if wl == "itp":
-            gen, steps = make_generator("itp-default", max_jobs=cfg.sia_jobs), 200 * cfg.sia_jobs + 10_000
+            gen, steps = make_generator("itp-default", max_jobs=cfg.sia_jobs), step_limit(cfg.sia_jobs)
         else:
             gen, steps = make_generator("synthetic"), cfg.sia_steps
         env = FrenzyEnv(cluster=cluster, workload=gen)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from agents.ppo.config import TrainConfig
 from research.knob.agent import KnobConfig
 
@@ -14,3 +16,14 @@ def small_config(**kw) -> KnobConfig:
     base = dict(train=SMALL, timesteps=96, n_envs=2, n_steps=32, batch_size=32, n_epochs=1, pool=2,
                 checkpoint_every=32)
     return KnobConfig(**{**base, **kw})
+
+
+def play_level(env: Any, level: int, **reset_kwargs: Any) -> tuple[float, int]:
+    """(return, steps) of one knob-env episode that plays ``level`` at every step; ``reset_kwargs`` go to
+    ``env.reset``."""
+    env.reset(**reset_kwargs)
+    total, steps, done = 0.0, 0, False
+    while not done:
+        _, r, term, trunc, _ = env.step(level)
+        total, steps, done = total + r, steps + 1, term or trunc
+    return total, steps

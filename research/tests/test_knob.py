@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from knob_configs import SMALL
+from knob_configs import SMALL, play_level
 from knob_configs import small_config as _cfg
 
 from agents.ppo.workloads import make_env, training_generator
@@ -122,11 +122,11 @@ def test_always_level_zero_returns_exactly_zero_and_a_margin_returns_its_relativ
     another level's return is gain x (1 - its cost / the plan's cost), its cost the env's summed reward."""
     cfg = _cfg(pool=1)
     env = KnobEnv(cfg, seed=0)
-    ret0, steps = _play(env, 0)
+    ret0, steps = play_level(env, 0)
     assert ret0 == pytest.approx(0.0, abs=1e-9) and steps > 5
     plan = play_plan(make_env(SMALL, training_generator(SMALL)), 0, "completion", margin=0.0)
     margin = play_plan(make_env(SMALL, training_generator(SMALL)), 0, "completion", margin=0.4)
-    ret3, _ = _play(env, 3)
+    ret3, _ = play_level(env, 3)
     assert ret3 == pytest.approx(cfg.gain * (1 - margin.total / plan.total), rel=1e-6, abs=1e-9)
 
 
@@ -136,13 +136,13 @@ def test_with_preemption_the_reference_levels_plan_returns_zero_and_another_its_
     cfg = _cfg(pool=1, preemption=True, reference_level=2)
     env = KnobEnv(cfg, seed=0)
     assert env.env.preemption and env.teacher.sia.preempt
-    ret2, steps = _play(env, 2)
+    ret2, steps = play_level(env, 2)
     assert ret2 == pytest.approx(0.0, abs=1e-9) and steps > 5
     ref = play_plan(make_env(SMALL, training_generator(SMALL), preemption=True), 0, "completion", margin=0.2,
                     preempt=True)
     zero = play_plan(make_env(SMALL, training_generator(SMALL), preemption=True), 0, "completion", margin=0.0,
                      preempt=True)
-    ret0, _ = _play(env, 0)
+    ret0, _ = play_level(env, 0)
     assert ret0 == pytest.approx(cfg.gain * (1 - zero.total / ref.total), rel=1e-6, abs=1e-9)
 
 
@@ -160,15 +160,6 @@ def test_a_preempting_model_starts_at_its_reference_plan_and_needs_an_env_with_p
     m = run_episode(env, greedy, seed=7).metrics
     assert m["avg_jct_h"] == pytest.approx(plan.avg_jct_h, rel=1e-12) and m["invalid_actions"] == 0
     assert greedy.levels_used[2] > 0 and greedy.levels_used.sum() == greedy.levels_used[2]
-
-
-def _play(env: KnobEnv, level: int) -> tuple[float, int]:
-    env.reset()
-    total, steps, done = 0.0, 0, False
-    while not done:
-        _, r, term, trunc, _ = env.step(level)
-        total, steps, done = total + r, steps + 1, term or trunc
-    return total, steps
 
 
 def test_each_step_is_one_decision_instant():

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from knob_configs import SMALL
+from knob_configs import SMALL, play_level
 from knob_configs import small_config as _cfg
 
 from agents.ppo.workloads import make_env, training_generator
@@ -81,12 +81,7 @@ def test_ppo_update_raises_the_probability_of_the_better_action():
 
 
 def _episode(env: KnobEnv, level: int) -> tuple[float, int]:
-    env.reset(options={"workload": 0})
-    total, steps, done = 0.0, 0, False
-    while not done:
-        _, r, term, trunc, _ = env.step(level)
-        total, steps, done = total + r, steps + 1, term or trunc
-    return total, steps
+    return play_level(env, level, options={"workload": 0})
 
 
 def test_hold_carries_out_that_many_instants_per_step_and_the_unreferenced_reward_is_the_plans_cost():
