@@ -65,7 +65,7 @@ from torch.distributions import Categorical
 
 import frenzy_env  # noqa: F401  (registers the frenzy/* ids)
 from baselines import make_policy
-from frenzy_env.evaluation import run_episode
+from frenzy_env.evaluation.episodes import run_episode
 from frenzy_env.workload import make_generator
 from frenzy_env.wrappers import ReferenceReward
 

@@ -45,7 +45,7 @@ Evaluating a checkpoint
 -----------------------
 :func:`load_rllib_policy` restores only the trained RLModule (``checkpoint/``:data:`MODULE_SUBDIR`; no
 Algorithm, no EnvRunners, no Ray cluster) and wraps it in :class:`RLlibPolicy`, which has the
-stable-baselines3 ``predict`` signature that :func:`frenzy_env.evaluation.play` calls, so
+stable-baselines3 ``predict`` signature that :func:`frenzy_env.evaluation.episodes.play` calls, so
 ``frenzy evaluate --policies fifo,rllib --rllib-checkpoint OUT`` compares it with the baselines. A checkpoint
 is read with pickle (the module class and its constructor arguments): load only checkpoints you trust.
 """
@@ -132,9 +132,9 @@ class RLlibTrainConfig:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        from frenzy_env.cluster import ClusterSpec
         from frenzy_env.simulator import PREDICTORS
         from frenzy_env.workload import make_generator
+        from frenzy_env.world.cluster import ClusterSpec
 
         positive = ("queue_slots", "running_slots", "iterations", "num_envs_per_env_runner", "train_batch_size",
                     "minibatch_size", "num_epochs")
@@ -277,7 +277,7 @@ def make_env(env_config: dict[str, Any] | None = None) -> gym.Env:
     gain = kwargs.pop("reward_gain", 10.0)
     env: gym.Env = FrenzyEnv(**kwargs)
     if reference is not None:
-        from agents.ppo.reference import ReferenceReward
+        from agents.ppo.reference_reward import ReferenceReward
 
         env = ReferenceReward(env, reference, gain)
     return InvalidStepInfo(env)
@@ -552,11 +552,11 @@ def summarise_result(result: dict[str, Any], iteration: int) -> dict[str, Any]:
 
 
 def _init_ray(cfg: RLlibTrainConfig) -> bool:
-    """Start or join Ray as ``cfg`` says (:func:`frenzy_env.distributed.connect`); True if this call did (and
+    """Start or join Ray as ``cfg`` says (:func:`frenzy_env.evaluation.distributed.connect`); True if this call did (and
     must shut it down), False if Ray was already initialised in this process."""
     import ray
 
-    from frenzy_env.distributed import connect
+    from frenzy_env.evaluation.distributed import connect
 
     if ray.is_initialized():
         return False

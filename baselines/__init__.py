@@ -2,9 +2,10 @@
 
 Registered names: ``frenzy`` (:mod:`baselines.frenzy`), ``asrpt`` (:mod:`baselines.asrpt`), ``doubling``
 (:mod:`baselines.doubling`), ``sia`` and ``sia_srpt`` (:mod:`baselines.sia`), ``srpt_est``
-(:mod:`baselines.srpt`), ``fifo``, ``fifo_strict``, ``sjf`` and ``sjf_greedy`` (oracles) and ``random``
-(:mod:`baselines.simple`); ``fifo_he``, ``spwf`` and ``sjf_he``, A-SRPT's comparators on its placement
-(:mod:`baselines.asrpt_cmp`).
+(:mod:`baselines.srpt`), ``fifo``, ``fifo_strict``, ``sjf`` and ``sjf_greedy`` (oracles)
+(:mod:`baselines.fifo`), ``random`` (:mod:`baselines.masked_random`); ``fifo_he``, ``spwf`` and ``sjf_he``,
+A-SRPT's comparators on its placement
+(:mod:`baselines.queue_order`).
 :func:`register_policy` adds a policy of your own under a name of its own.
 """
 
@@ -14,12 +15,13 @@ from collections.abc import Callable
 from typing import Any
 
 from baselines.asrpt import AsrptPolicy
-from baselines.asrpt_cmp import FifoHeavyEdgePolicy, SjfHeavyEdgePolicy, SpwfPolicy
 from baselines.base import ScriptedPolicy
 from baselines.doubling import DoublingPolicy
+from baselines.fifo import FifoPolicy, SjfGreedyPolicy, SjfPolicy, StrictFifoPolicy
 from baselines.frenzy import FrenzyPolicy
+from baselines.masked_random import RandomPolicy
+from baselines.queue_order import FifoHeavyEdgePolicy, SjfHeavyEdgePolicy, SpwfPolicy
 from baselines.sia import SiaPolicy, SiaSrptPolicy
-from baselines.simple import FifoPolicy, RandomPolicy, SjfGreedyPolicy, SjfPolicy, StrictFifoPolicy
 from baselines.srpt import SrptEstPolicy
 from frenzy_env.errors import ConfigError, unknown_name
 
@@ -48,7 +50,7 @@ def register_policy(name: str, factory: Callable[..., ScriptedPolicy]) -> None:
     ``predict(observation, state=None, episode_start=None, deterministic=True, action_masks=None)`` and a
     ``reset()`` called at the start of each episode (a :class:`~frenzy_env.policy.Policy`), usually a
     :class:`ScriptedPolicy` subclass implementing ``act(mask) -> action``. From then on, in this process,
-    ``make_policy(name, env)`` builds it and ``frenzy_env.evaluation.evaluate`` and ``frenzy evaluate
+    ``make_policy(name, env)`` builds it and ``frenzy_env.evaluation.episodes.evaluate`` and ``frenzy evaluate
     --policies NAME`` (called through :func:`frenzy_env.cli.main`) run it beside the built-in ones::
 
         class Widest(ScriptedPolicy):

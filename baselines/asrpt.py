@@ -26,7 +26,7 @@ Communication awareness
     start at once on any placement. ``tau`` is not fixed by the paper; the default :data:`DEFAULT_TAU` = 1.0
     (a heavy job waits at most as long as it is predicted to run). A job predicted to need zero iterations
     has a zero wait. This is the shared placement rule of :mod:`baselines.heavy_edge` (``placement="heavy_edge"``,
-    the default), which the paper's comparators (:mod:`baselines.asrpt_cmp`) run on too; ``placement="any"``
+    the default), which the paper's comparators (:mod:`baselines.queue_order`) run on too; ``placement="any"``
     drops the wait (every job is light).
 
 Predictor (``predictor``)
@@ -80,7 +80,7 @@ from baselines.base import ScriptedPolicy
 from baselines.frenzy import PlanRanker
 from baselines.heavy_edge import COMM_HEAVY, DEFAULT_TAU, HeavyEdge, check_placement, start_action
 from frenzy_env.errors import ConfigError, unknown_name
-from frenzy_env.policy import DONE, QUEUED, REJECTED, SimView
+from frenzy_env.simulator.view import DONE, QUEUED, REJECTED, SimView
 from frenzy_env.workload import JobSpec, Workload
 
 ASRPT_PREDICTORS = ("forest", "perfect", "estimate")

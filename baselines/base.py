@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from frenzy_env.policy import SimView
 from frenzy_env.simulator.core import MIN_WAKEUP_INTERVAL
+from frenzy_env.simulator.view import SimView
 
 
 class ScriptedPolicy:

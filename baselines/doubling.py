@@ -31,7 +31,7 @@ Strategies (``strategy``)
 ``"exploratory"``: a new job first runs for ``explore_time`` seconds (default 60) of progress at each of
     1, 2, 4 and 8 GPUs (sizes that do not fit in memory or cannot be placed are skipped) and records the
     speed it reaches; ``f_j`` is then the Capes et al. model fitted by non-negative least squares
-    (:func:`frenzy_env.throughput.fit_speed_model`) and the job joins the doubling. Each step lasts exactly
+    (:func:`frenzy_env.world.throughput.fit_speed_model`) and the job joins the doubling. Each step lasts exactly
     its ``explore_time`` of progress: the policy sets a timer (a wake-up) at its end, ``progress_from +
     explore_time``, and resizes the job to its next size then (which starts the next step after the restart).
 ``"eight"``: every job on a fixed 8 GPUs (or its smallest feasible size above 8), first-come first-fit on
@@ -50,10 +50,10 @@ from typing import Any
 import numpy as np
 
 from baselines.base import ScriptedPolicy
-from frenzy_env.cluster import get_gpu_type
 from frenzy_env.errors import ConfigError, unknown_name
-from frenzy_env.policy import QUEUED, RUNNING, SimView
-from frenzy_env.throughput import fit_speed_model
+from frenzy_env.simulator.view import QUEUED, RUNNING, SimView
+from frenzy_env.world.cluster import get_gpu_type
+from frenzy_env.world.throughput import fit_speed_model
 
 STRATEGIES = ("precompute", "exploratory", "eight", "unit_step")
 EXPLORE_SIZES = (1, 2, 4, 8)

@@ -14,22 +14,22 @@ What the policy does, at every decision (it acts only through the environment's 
 
 Options (keyword names are public API)
 --------------------------------------
-``ranking``: how MARP orders a job's plans (:data:`frenzy_env.planning.RANKINGS`; the paper defines none).
-    Default :data:`frenzy_env.planning.DEFAULT_RANKING` = ``"min_gpus_fastest"`` -- fewest GPUs (the paper's
-    "required number" of GPUs), then the shortest predicted iteration (HAS's "training efficiency"), then the
+``ranking``: how MARP orders a job's plans (:data:`frenzy_env.world.memory.planning.RANKINGS`; the paper defines none).
+    Default :data:`frenzy_env.world.memory.planning.DEFAULT_RANKING` = ``"min_gpus_fastest"`` -- fewest GPUs (the
+    paper's "required number" of GPUs), then the shortest predicted iteration (HAS's "training efficiency"), then the
     smaller GPU memory. ``"min_gpus"`` (the default until env v5: fewest GPUs, then the smallest GPU memory that
     holds the job, equal memory the cheaper GPU per hour, then the smaller ``tp``; a "tightest fit" that
     prefers the smallest, slowest GPU), ``"max_mem_util"`` (highest predicted memory utilisation),
     ``"min_est_time"`` (shortest predicted iteration time), ``"min_gpu_hours"`` (fewest GPUs x iteration time),
-    as in :func:`frenzy_env.planning.plan_resources`.
+    as in :func:`frenzy_env.world.memory.planning.plan_resources`.
 ``plans``: where the policy's plans come from. ``"env"`` (the default until env v5): the env's plan
     slots with the layout the env runs at each (above). ``"paper"`` (the default): MARP as the paper plans -- every
     (GPU type, d, t) plan with ``d * t`` a power-of-two count up to the env's largest slot, ``t`` dividing the
     attention heads and within one node of the type, no pipeline and no gradient accumulation (per-GPU batch
     ``B / d``), that fits by the paper's formula (predictor ``"frenzy"``, unless ``predictor`` names
     another), ranked by ``ranking`` with iteration times from the env's own throughput settings
-    (:func:`frenzy_env.planning.plan_resources` with ``max_pp=1, accumulate=False``). A plan is taken through
-    its (GPU type, d x t) slot; a slot's rank is that of the paper plan with the layout the env runs there
+    (:func:`frenzy_env.world.memory.planning.plan_resources` with ``max_pp=1, accumulate=False``). A plan is
+    taken through its (GPU type, d x t) slot; a slot's rank is that of the paper plan with the layout the env runs there
     (``layout_tp``), else (the env runs another layout) of its best paper plan. Under the env option
     ``layouts="no_accumulation"`` (the default) with ``predictor="frenzy"`` every slot runs the fastest paper
     plan of its count, so with a time-breaking ranking (``"min_gpus_fastest"``, ``"min_est_time"``, ``"min_gpu_hours"``)
@@ -50,11 +50,11 @@ from typing import Any
 import numpy as np
 
 from baselines.base import ScriptedPolicy
-from frenzy_env.cluster import get_gpu_type
 from frenzy_env.errors import unknown_name
-from frenzy_env.memory import estimate_memory_array
-from frenzy_env.planning import DEFAULT_RANKING, RANKINGS, plan_resources
-from frenzy_env.policy import SimView
+from frenzy_env.simulator.view import SimView
+from frenzy_env.world.cluster import get_gpu_type
+from frenzy_env.world.memory.estimator import estimate_memory_array
+from frenzy_env.world.memory.planning import DEFAULT_RANKING, RANKINGS, plan_resources
 
 PREDICTORS = (None, "frenzy", "extended", "oracle")
 PLANS = ("env", "paper")
@@ -164,9 +164,9 @@ class PlanRanker:
 
 
     def paper_plans(self, j: int) -> list:
-        """The paper's ranked (GPU type, d, t) plans of job ``j`` (:class:`~frenzy_env.planning.ResourcePlan`s,
-        best first): no pipeline, no accumulation, the policy's predictor, the env's plan counts, node sizes
-        and throughput settings."""
+        """The paper's ranked (GPU type, d, t) plans of job ``j``
+        (:class:`~frenzy_env.world.memory.planning.ResourcePlan`s, best first): no pipeline, no accumulation, the
+        policy's predictor, the env's plan counts, node sizes and throughput settings."""
         view = self.view
         spec = view.jobs[j]
         cfg = view.config

@@ -17,7 +17,7 @@ the job on the fewest nodes its count can take *now*. What a policy adds is *whe
     Every job starts on whatever the placer gives now (no consolidation wait).
 
 :class:`HeavyEdge` holds the per-episode state of that rule; :class:`~baselines.asrpt.AsrptPolicy` and the
-comparators of :mod:`baselines.asrpt_cmp` call the same methods, so they run on the same placement.
+comparators of :mod:`baselines.queue_order` call the same methods, so they run on the same placement.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from frenzy_env.errors import ConfigError, unknown_name
-from frenzy_env.placement import place
+from frenzy_env.world.placement import place
 
 PLACEMENTS = ("heavy_edge", "any")
 COMM_HEAVY = 1.5

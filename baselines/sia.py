@@ -66,7 +66,7 @@ import numpy as np
 
 from baselines.base import ScriptedPolicy
 from frenzy_env.errors import ConfigError
-from frenzy_env.policy import FUTURE, QUEUED
+from frenzy_env.simulator.view import FUTURE, QUEUED
 
 ZERO_ALLOC_GOODPUT = 1e-4  # Sia's ZERO_ALLOC_GAIN: the goodput a job with no allocation counts as
 REMAINING_FLOOR = 0.1  # objective="completion": a job's estimated remaining work is at least this share of its estimate
@@ -102,7 +102,7 @@ def solve_sia_milp(
         unique, and its LP relaxation is integral at it, so it is returned without calling HiGHS; (2) otherwise
         HiGHS gets the same model (same variables in the same order, same matrix, bounds and options) as
         through ``scipy.optimize.milp``, without milp's input validation and sparse conversions. False: the
-        original path, ``scipy.optimize.milp`` on every call (``tests/test_sia.py`` compares the two).
+        original path, ``scipy.optimize.milp`` on every call (``tests/baselines/test_sia.py`` compares the two).
 
     Returns
     -------

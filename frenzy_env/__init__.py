@@ -6,14 +6,14 @@
 
 from __future__ import annotations
 
-from frenzy_env.cluster import GPU_TYPES, ClusterSpec, ClusterState, GPUType, get_gpu_type
 from frenzy_env.env import ENV_PRESETS, FrenzyEnv, register_envs
 from frenzy_env.errors import ConfigError, FrenzyError, TraceFormatError, UnknownNameError
-from frenzy_env.memory import estimate_memory
-from frenzy_env.models import ModelSpec, get_model
-from frenzy_env.planning import plan_resources
 from frenzy_env.simulator import ClusterSimulator, SimConfig
 from frenzy_env.workload import JobSpec, Workload
+from frenzy_env.world.cluster import GPU_TYPES, ClusterSpec, ClusterState, GPUType, get_gpu_type
+from frenzy_env.world.memory.estimator import estimate_memory
+from frenzy_env.world.memory.planning import plan_resources
+from frenzy_env.world.models import ModelSpec, get_model
 
 __version__ = "0.1.0"
 

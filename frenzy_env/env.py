@@ -17,14 +17,14 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from frenzy_env.cluster import ClusterSpec
 from frenzy_env.errors import ConfigError, check_keys
 from frenzy_env.observation import GLOBAL_FEATURES, QUEUE_FEATURES, RUNNING_FEATURES
 from frenzy_env.observation.encoder import ObservationEncoder
-from frenzy_env.policy import SimView
 from frenzy_env.simulator import DONE, FUTURE, QUEUED, RUNNING, ClusterSimulator, SimConfig
+from frenzy_env.simulator.view import SimView
 from frenzy_env.versions import ENV_VERSION
 from frenzy_env.workload import Workload, make_generator
+from frenzy_env.world.cluster import ClusterSpec
 
 _SIM_KEYS = tuple(SimConfig.__dataclass_fields__)
 DEFAULT_WAIT_OPTIONS = (60.0, 600.0, 3600.0)  # the timed waits: 1 minute, 10 minutes, 1 hour
@@ -119,7 +119,7 @@ class FrenzyEnv(gym.Env):
     extended estimate times a per-job factor drawn from measured residuals, or "estimate", v4's truth) and
     ``memory_margin`` (fraction of GPU memory the masks keep free, default 0); ``efficiency`` ("microbatch",
     the default: per-GPU efficiency rising with the micro-batch, accumulation not free,
-    :mod:`frenzy_env.efficiency`, or "flat", v4's speed); ``layouts`` ("no_accumulation", the default, or
+    :mod:`frenzy_env.world.efficiency`, or "flat", v4's speed); ``layouts`` ("no_accumulation", the default, or
     "predictor", v4's plan-slot layouts, see Action Space)). Unknown keywords raise
     :class:`ConfigError`. Window sizes: on the shipped ITP week under Frenzy more than 64 jobs wait at 2% of
     decisions and more than 64 run at none (at 32 and 16 slots: 8.5% and 76%).
@@ -154,9 +154,9 @@ class FrenzyEnv(gym.Env):
       (:mod:`frenzy_env.workload.configs`: at the recorded GPU count a per-GPU micro-batch from public
       training configurations and at most 4 accumulation steps); per-GPU efficiency rises with the
       micro-batch and each extra accumulation step costs its micro-batch's time (``efficiency="microbatch"``,
-      :mod:`frenzy_env.efficiency`); the true peak memory is the extended estimate times a per-job factor
+      :mod:`frenzy_env.world.efficiency`); the true peak memory is the extended estimate times a per-job factor
       from the estimator's leave-one-source-out residuals (``memory_truth="residual"``,
-      :mod:`frenzy_env.memory_truth`), so the ``"extended"`` predictor can fail; a plan slot runs the
+      :mod:`frenzy_env.world.memory.truth`), so the ``"extended"`` predictor can fail; a plan slot runs the
       fastest layout without pipeline or accumulation the predictor admits (``layouts="no_accumulation"``).
       Frenzy's baseline plans as its paper does (``plans="paper"``, ranking ``"min_gpus_fastest"``). The v4
       world stays registered as ``frenzy/HeteroCluster-v4`` (and each preset's ``-v4`` id):

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover
-    from frenzy_env.cluster import ClusterSpec
     from frenzy_env.simulator import ClusterSimulator
+    from frenzy_env.world.cluster import ClusterSpec
 
 
 class Scene(Protocol):

@@ -4,9 +4,9 @@ Usage::
 
     python scripts/fuzz.py --steps 1000000 [--seed 0] [--policies fifo,frenzy] [--json fuzz.json]
 
-A command line over :func:`frenzy_env.fuzzing.fuzz` (episodes round-robin over every registered preset and
+A command line over :func:`frenzy_env.testing.fuzzing.fuzz` (episodes round-robin over every registered preset and
 random small instances, driven by masked-random play and by the registered baselines, ``baselines.POLICIES``),
-whose :class:`frenzy_env.checker.InvariantChecker` checks every step. The exit status is 1 on any crash,
+whose :class:`frenzy_env.testing.checker.InvariantChecker` checks every step. The exit status is 1 on any crash,
 invariant violation or resident-memory growth above ``--max-growth-mb``.
 """
 
@@ -18,7 +18,7 @@ import sys
 from functools import partial
 
 import baselines
-from frenzy_env.fuzzing import fuzz
+from frenzy_env.testing.fuzzing import fuzz
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,7 +32,7 @@ SETTINGS = {
 def main(argv: list[str] | None = None) -> int:
     from frenzy_env.cli.policies import _builtin_factory
     from frenzy_env.env import FrenzyEnv
-    from frenzy_env.evaluation import confidence_interval, evaluate, format_ci
+    from frenzy_env.evaluation.episodes import confidence_interval, evaluate, format_ci
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workloads", default="itp-default,synthetic")

@@ -19,12 +19,12 @@ from pathlib import Path
 
 from agents.ppo.config import TEST_TRACES, TRAIN_TRACES, VALIDATION_TRACES
 from frenzy_env.cli import main
-from frenzy_env.datasets import NotCachedError, resolve
+from frenzy_env.workload.datasets import NotCachedError, resolve
 
 
 def split_args(max_jobs: int = 150) -> list[str]:
     """``--trace``/``--validation-trace``/``--test-trace`` arguments of the split, from the ``frenzy data``
-    cache (:class:`~frenzy_env.datasets.NotCachedError` names the command for a trace not downloaded)."""
+    cache (:class:`~frenzy_env.workload.datasets.NotCachedError` names the command for a trace not downloaded)."""
     argv: list[str] = []
     for flag, files in (("--trace", TRAIN_TRACES), ("--validation-trace", VALIDATION_TRACES),
                         ("--test-trace", TEST_TRACES)):

@@ -52,8 +52,8 @@ def _load_agent(name: str, env):
 
 
 def _make_env(kwargs: dict):
-    from frenzy_env.cluster import ClusterSpec
     from frenzy_env.env import FrenzyEnv
+    from frenzy_env.world.cluster import ClusterSpec
 
     kwargs = dict(kwargs)
     if isinstance(kwargs.get("cluster"), dict):
@@ -98,7 +98,7 @@ def random_digest(kwargs: dict, seed: int, steps: int) -> str:
 
 def policy_digest(kwargs: dict, name: str, seed: int, max_jobs: int | None) -> str:
     import baselines
-    from frenzy_env.evaluation import run_episode
+    from frenzy_env.evaluation.episodes import run_episode
     from frenzy_env.workload import make_generator
 
     kwargs = dict(kwargs)

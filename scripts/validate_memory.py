@@ -7,9 +7,10 @@
    ``(pred - meas) / meas`` and the accuracy ``1 - |pred - meas| / meas``, and whether the case was used to fit
    the extended estimator's constants. ``--fit`` re-derives those constants from the fitted cases.
    Each case is predicted as the KIND of number its source measured (``kind`` column: allocated, reserved
-   or device total; see :data:`frenzy_env.memory.KINDS`).
+   or device total; see :data:`frenzy_env.world.memory.estimator.KINDS`).
 1b. Leave-one-source-out validation (``--loso``, on by default when the CSV has two or more sources): for
-   each source, the constants are fitted on all other sources (:func:`frenzy_env.calibration.fit_constants`)
+   each source, the constants are fitted on all other sources
+   (:func:`frenzy_env.world.memory.calibration.fit_constants`)
    and the held-out source is predicted; printed per case, per source and per framework feature (framework,
    kind, ZeRO stage, recomputation, attention kernel, tensor parallelism), signed (+ over, - under), for
    two procedures: fragmentation and framework constant both fitted, and fragmentation alone with the
@@ -20,9 +21,9 @@
    (``kind="allocated"`` / ``kind="reserved"``: the torch counters do not include the CUDA context). On a
    CPU-only machine this part is skipped, and the script says so.
 
-How each CSV row maps to estimator options: :func:`frenzy_env.calibration.calibration_case` (the ``kind``
+How each CSV row maps to estimator options: :func:`frenzy_env.world.memory.calibration.calibration_case` (the ``kind``
 column, or for older files the ``metric`` column; the ``framework`` column through
-:data:`frenzy_env.calibration.FRAMEWORKS`; ZeRO stage, recomputation and attention from their columns).
+:data:`frenzy_env.world.memory.calibration.FRAMEWORKS`; ZeRO stage, recomputation and attention from their columns).
 
 Usage: ``python scripts/validate_memory.py [CSV] [--fit] [--loso | --no-loso] [--no-cuda] [--json OUT]``.
 """
@@ -37,8 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
-from frenzy_env import calibration
-from frenzy_env.calibration import (
+from frenzy_env.world.memory import calibration
+from frenzy_env.world.memory.calibration import (
     CASES_CSV,
     FEATURES,
     FITTED_CASES,
@@ -49,8 +50,8 @@ from frenzy_env.calibration import (
     load_cases,
     predict_case,
 )
-from frenzy_env.memory import MiB, estimate_memory
-from frenzy_env.models import custom_model
+from frenzy_env.world.memory.estimator import MiB, estimate_memory
+from frenzy_env.world.models import custom_model
 
 DEFAULT_CSV = CASES_CSV
 # the case mapping lives in the package (frenzy reproduce uses it too)

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from frenzy_env.cluster import ClusterSpec
 from frenzy_env.env import FrenzyEnv
 from frenzy_env.workload import JobSpec, Workload
+from frenzy_env.world.cluster import ClusterSpec
 
 
 def _job(job_id: int, submit_time: float = 0.0, iterations: float | None = 1000.0, *, model="gpt2", batch_size=8,
@@ -87,7 +87,7 @@ def test_data() -> Path:
 def cached_trace() -> Callable[[str], Path]:
     """``cached_trace("itp-cluster02")``: the file of that public trace in the ``frenzy data`` cache; skips the
     test, naming the command that downloads it, where it is not cached."""
-    from frenzy_env.datasets import NotCachedError, resolve
+    from frenzy_env.workload.datasets import NotCachedError, resolve
 
     def get(name: str) -> Path:
         try:
@@ -102,24 +102,3 @@ def cached_trace() -> Callable[[str], Path]:
 def calibration_csv() -> Path:
     """The published peak-memory measurements kept with the tests (``tests/data/memory_calibration.csv``)."""
     return TEST_DATA / "memory_calibration.csv"
-
-
-def play_out(env, policy, max_steps: int = 1000) -> dict:
-    """Step ``env`` with ``policy`` from where it stands (invariants checked after each step) until the episode
-    ends; the last info. Fails if it does not end within ``max_steps`` (the policy loops). Test modules import
-    it (``from conftest import play_out``: pytest puts the tests folder on the path)."""
-    for _ in range(max_steps):
-        action, _ = policy.predict(None, action_masks=env.action_masks())
-        _, _, term, trunc, info = env.step(int(action))
-        env.sim.check_invariants()
-        if term or trunc:
-            return info
-    raise AssertionError("episode did not end: the policy loops")
-
-
-def play_episode(env, policy, max_steps: int = 10_000) -> dict:
-    """Reset ``env`` (seed 0) and ``policy``, then :func:`play_out`."""
-    env.reset(seed=0)
-    policy.reset()
-    return play_out(env, policy, max_steps)
-

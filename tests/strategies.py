@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from frenzy_env.cluster import GPU_TYPES, ClusterSpec, NodeSpec
-from frenzy_env.fuzzing import HUGE_MODELS, MEDIUM_MODELS, SMALL_MODELS
-from frenzy_env.models import get_model
+from frenzy_env.testing.fuzzing import HUGE_MODELS, MEDIUM_MODELS, SMALL_MODELS
 from frenzy_env.workload import JobSpec, Workload
+from frenzy_env.world.cluster import GPU_TYPES, ClusterSpec, NodeSpec
+from frenzy_env.world.models import get_model
 
 # mostly small models; a few that fit nowhere on these small clusters
 MODEL_POOL = SMALL_MODELS * 4 + MEDIUM_MODELS + HUGE_MODELS

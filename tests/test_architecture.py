@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("frenzy_env", "baselines", "agents")
 # frenzy_env's modules that run policies by name, so may import baselines and agents (never the other way): the
 # CLI, the benchmark and the papers' reproduction (its report reads the reproduction's result types)
-POLICY_LOADERS = ("frenzy_env.cli", "frenzy_env.benchmark", "frenzy_env.reproduce", "frenzy_env.reproduce_report")
+POLICY_LOADERS = ("frenzy_env.cli", "frenzy_env.benchmark", "frenzy_env.reproduce.runner",
+"frenzy_env.reproduce.report")
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
@@ -149,7 +150,7 @@ def test_the_graph_sees_every_kind_of_import():
     assert "frenzy_env.simulator" in edges["frenzy_env.env"]  # a package: its __init__
     assert "frenzy_env.observation.encoder" in edges["frenzy_env.env"]  # from pkg.mod import x
     assert "frenzy_env.rendering" in edges["frenzy_env.env"]  # an import inside a function
-    assert "frenzy_env.cluster" in edges["frenzy_env.rendering"]  # under TYPE_CHECKING
+    assert "frenzy_env.world.cluster" in edges["frenzy_env.rendering"]  # under TYPE_CHECKING
     assert "gymnasium" in external["frenzy_env.env"]
 
 

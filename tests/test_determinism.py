@@ -14,10 +14,10 @@ import numpy as np
 import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import ENV_OPTIONS, SIM_OPTIONS, clusters, workloads
 
 from frenzy_env.env import FrenzyEnv
-from frenzy_env.evaluation import jobs_table
+from frenzy_env.evaluation.episodes import jobs_table
+from tests.strategies import ENV_OPTIONS, SIM_OPTIONS, clusters, workloads
 
 # One script, run in fresh interpreters and in this one: a digest of every observation, reward, flag and
 # info of episodes with masked-random play interleaved with illegal actions, plus baseline episodes.
@@ -26,9 +26,9 @@ EPISODES = textwrap.dedent(
     import hashlib
     import numpy as np
     import baselines
-    from frenzy_env.cluster import ClusterSpec
+    from frenzy_env.world.cluster import ClusterSpec
     from frenzy_env.env import FrenzyEnv
-    from frenzy_env.evaluation import run_episode
+    from frenzy_env.evaluation.episodes import run_episode
     from frenzy_env.workload import make_generator
 
     def digest(names=("asrpt", "doubling", "fifo", "frenzy", "random", "sjf")):

@@ -204,6 +204,6 @@ DOC_SNIPPETS = [
 @pytest.mark.parametrize(("where", "code"), DOC_SNIPPETS, ids=[w for w, _ in DOC_SNIPPETS])
 def test_docs_python_snippet_runs(where, code, tmp_path, monkeypatch):
     if "ray" in re.findall(r"^\s*(?:from|import) (\w+)", code, re.M) and importlib.util.find_spec("ray") is not None:
-        pytest.skip("the RLlib snippet with Ray installed: tests/test_rllib.py runs it")
+        pytest.skip("the RLlib snippet with Ray installed: tests/agents/test_rllib.py runs it")
     monkeypatch.chdir(tmp_path)  # snippets that write files write them here
     exec(compile(code, where, "exec"), {"__name__": "docs_snippet"})

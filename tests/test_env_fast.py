@@ -13,11 +13,11 @@ import pickle
 import numpy as np
 import pytest
 
-from frenzy_env.cluster import ClusterSpec, NodeSpec
 from frenzy_env.env import FrenzyEnv
-from frenzy_env.placement import place
 from frenzy_env.simulator import ClusterSimulator, SimConfig
 from frenzy_env.workload import SyntheticGenerator
+from frenzy_env.world.cluster import ClusterSpec, NodeSpec
+from frenzy_env.world.placement import place
 
 # (env keywords, steps): shared nodes and multi-node jobs (testbed: 8- and 4-GPU nodes), out-of-memory
 # failures (the "frenzy" predictor), restarts without start-up, the spread placer, few slots (jobs beyond the

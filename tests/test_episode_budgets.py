@@ -101,7 +101,7 @@ def test_a_thrashing_policy_is_truncated_at_the_simulated_time_budget(tiny_clust
 
 def test_the_invariant_checker_agrees_with_a_truncated_episode(tiny_cluster, make_job, make_env):
     """The independent checker recomputes the truncation metrics and the return from the per-job records."""
-    from frenzy_env.checker import InvariantChecker
+    from frenzy_env.testing.checker import InvariantChecker
 
     env = make_env(tiny_cluster, _two_jobs(make_job), max_sim_hours=0.5)
     checker = InvariantChecker(env, check_space=True)
@@ -288,7 +288,7 @@ def test_run_episode_stopped_by_its_max_steps_reports_a_truncated_episode():
     own budgets do; an episode that ends is reported as before (no truncation keys)."""
     import baselines
     from frenzy_env.env import FrenzyEnv
-    from frenzy_env.evaluation import run_episode
+    from frenzy_env.evaluation.episodes import run_episode
 
     env = FrenzyEnv(workload="synthetic-small")
     cut = run_episode(env, baselines.make_policy("fifo", env), seed=0, max_steps=5).metrics

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from frenzy_env import kernels
-from frenzy_env.cluster import ClusterSpec
 from frenzy_env.env import FrenzyEnv
 from frenzy_env.simulator import ClusterSimulator, SimConfig
 from frenzy_env.workload import SyntheticGenerator
+from frenzy_env.world.cluster import ClusterSpec
 
 pytest.importorskip("numba")
 

@@ -11,7 +11,8 @@ import pytest
 
 from baselines import POLICIES, make_policy
 from frenzy_env.env import FrenzyEnv
-from frenzy_env.policy import FUTURE, QUEUED, Policy, SimView
+from frenzy_env.policy import Policy
+from frenzy_env.simulator.view import FUTURE, QUEUED, SimView
 
 STATIC_ARRAYS = (
     "plan_type", "plan_count", "plan_counts_levels", "max_node_gpus", "submit", "work", "work_estimate", "pred_ok",

@@ -1,6 +1,6 @@
 """Property-based tests: random clusters, workloads and action sequences, legal and illegal.
 
-After every step the independent :class:`frenzy_env.checker.InvariantChecker` checks: no GPU booked
+After every step the independent :class:`frenzy_env.testing.checker.InvariantChecker` checks: no GPU booked
 twice (the owner array agrees with every running job's allocation), free GPUs within [0, capacity], valid
 status transitions, every job finished exactly once or rejected with a reason, time never going back, work
 done never above work asked, illegal actions changing nothing, and at the end the episode metrics agreeing
@@ -15,12 +15,12 @@ import os
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import ENV_OPTIONS, SIM_OPTIONS, clusters, workloads
 
-from frenzy_env.checker import InvariantChecker, snapshot_changes
-from frenzy_env.cluster import ClusterSpec, NodeSpec
 from frenzy_env.env import FrenzyEnv
 from frenzy_env.simulator import QUEUED, ClusterSimulator, SimConfig
+from frenzy_env.testing.checker import InvariantChecker, snapshot_changes
+from frenzy_env.world.cluster import ClusterSpec, NodeSpec
+from tests.strategies import ENV_OPTIONS, SIM_OPTIONS, clusters, workloads
 
 # FRENZY_PROPERTY_EXAMPLES=2000 pytest tests/test_properties.py runs a longer hunt
 PROPS = settings(

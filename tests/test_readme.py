@@ -21,6 +21,6 @@ def test_the_readme_has_snippets():
 def test_readme_snippet_runs_verbatim(index, tmp_path, monkeypatch):
     code = SNIPPETS[index]
     if "ray" in re.findall(r"^\s*(?:from|import) (\w+)", code, re.M) and importlib.util.find_spec("ray") is not None:
-        pytest.skip("the RLlib snippet with Ray installed: tests/test_rllib.py runs it (and checks its result)")
+        pytest.skip("the RLlib snippet with Ray installed: tests/agents/test_rllib.py runs it (and checks its result)")
     monkeypatch.chdir(tmp_path)  # snippets that write files write them here
     exec(compile(code, f"README.md snippet {index}", "exec"), {"__name__": f"readme_snippet_{index}"})

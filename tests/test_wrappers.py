@@ -151,7 +151,7 @@ def test_the_trainer_uses_the_wrappers_core_and_gives_the_same_rewards():
     """agents.ppo's reward is frenzy_env.wrappers' (no copy), and its baseline-named wrapper gives exactly what the
     generic wrapper gives with baselines.make_policy."""
     import baselines
-    from agents.ppo import reference
+    from agents.ppo import reference_reward as reference
     from frenzy_env import wrappers
     from frenzy_env.env import FrenzyEnv
 

@@ -10,7 +10,7 @@ them, and saved models refer to the policy as ``agents.ppo.SlotPlanPolicy``:
 - :mod:`agents.ppo.distribution`: the factored masked action distribution (:func:`factored_log_probs`);
 - :mod:`agents.ppo.workloads`: training, validation and test workloads (:class:`MixtureGenerator`,
   :func:`validation_workloads`, :func:`test_workloads`);
-- :mod:`agents.ppo.reference`: the reward differenced against a reference scheduler named by baseline (its
+- :mod:`agents.ppo.reference_reward`: the reward differenced against a reference scheduler named by baseline (its
   core, :class:`RewardShaper` and the wrapper's base, in :mod:`frenzy_env.wrappers`);
 - :mod:`agents.ppo.rollout`: in-process vectorised rollouts and GAE with per-step discounts;
 - :mod:`agents.ppo.warmstart`: the behaviour-cloning warm start and the teacher pull (:class:`GrowTeacher`;
@@ -46,7 +46,7 @@ from agents.ppo.loading import (
     make_ppo_policy,
 )
 from agents.ppo.network import SlotPlanHead, SlotPlanPolicy, SlotSetExtractor, policy_kwargs_for
-from agents.ppo.reference import (
+from agents.ppo.reference_reward import (
     ReferenceCache,
     ReferenceCurve,
     ReferenceReward,

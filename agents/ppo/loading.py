@@ -19,10 +19,10 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 
+from agents.model_record import KNOB_MOVED, agent_of, read_record
 from agents.ppo.distribution import greedy_actions
 from agents.ppo.guide import guide_hints, make_guide
 from agents.ppo.rollout import OBS_KEYS, policy_outputs, sample_actions
-from agents.records import KNOB_MOVED, agent_of, read_record
 from frenzy_env.errors import ConfigError
 from frenzy_env.observation import OBS_VERSION
 
@@ -199,7 +199,7 @@ def load_policy(
 ) -> Any:
     """Load a trained action-level MaskablePPO model, the ``ppo`` agent (default: the shipped
     :data:`DEFAULT_MODEL_PATH`), for ``env``. A knob model (a research model now, ``research.knob``) is refused
-    with an error that says where it went and how to load it (:data:`agents.records.KNOB_MOVED`).
+    with an error that says where it went and how to load it (:data:`agents.model_record.KNOB_MOVED`).
 
     Security: the file is unpickled (stable-baselines3 stores objects with cloudpickle), which can run
     arbitrary code: load only files you trust. ``path`` must be an existing regular file (a directory, a
@@ -243,7 +243,7 @@ def _shapes(space: spaces.Space, flat: bool = False) -> Any:
 def recorded_obs_version(path: Path) -> tuple[int, Path] | None:
     """The observation version recorded beside a model file, and the file it is recorded in: ``PATH.json``
     (the shipped model's) or the training run's ``config.json`` in the model's folder or the one above it
-    (``best_model.zip``, ``checkpoints/*.zip``; :func:`agents.records.read_record`). A record without the key
+    (``best_model.zip``, ``checkpoints/*.zip``; :func:`agents.model_record.read_record`). A record without the key
     predates versioning: version 1, the encoding of every model saved before it. None when no record is found."""
     found = read_record(path)
     return None if found is None else (int(found[0].get("obs_version", 1)), found[1])

@@ -3,7 +3,7 @@
 :class:`VecRollout` steps ``n`` :class:`~frenzy_env.env.FrenzyEnv` in this process, feeding all their
 observations through the policy as one batch (on a few cores this beats subprocess envs, whose pipes cost
 more than a step). Each step stores the observation, mask, action, log-probability, value, shaped reward
-(:class:`~agents.ppo.reference.RewardShaper`) and the step's discount ``exp(-dt / horizon)`` (``dt``: the
+(:class:`~agents.ppo.reference_reward.RewardShaper`) and the step's discount ``exp(-dt / horizon)`` (``dt``: the
 simulated seconds the step lasted; 1 without a horizon). :func:`gae` turns them into advantages. An episode cut
 by a budget (``truncated``: the env's ``max_steps`` or ``max_sim_hours``, or :attr:`VecRollout.steps_per_job`)
 is not an end of the task: the reward settles nothing against the reference (both compared over the same span)

@@ -36,7 +36,7 @@ from agents.ppo.config import TrainConfig
 from agents.ppo.distribution import entropy, greedy_actions, within_type_entropy
 from agents.ppo.guide import guide_hints, make_guide
 from agents.ppo.network import SlotPlanPolicy, policy_kwargs_for
-from agents.ppo.reference import ReferenceCache, RewardShaper, run_reference
+from agents.ppo.reference_reward import ReferenceCache, RewardShaper, run_reference
 from agents.ppo.rollout import (
     OBS_KEYS,
     VecRollout,
@@ -147,7 +147,7 @@ def _record(cfg: TrainConfig) -> dict[str, Any]:
     from agents.ppo.config import TEST_TRACES, TRAIN_TRACES, VALIDATION_TRACES
 
     return {
-        "agent": "ppo",  # agents.records
+        "agent": "ppo",  # agents.model_record
         **cfg.to_dict(),
         "obs_version": OBS_VERSION,
         "env_version": ENV_VERSION,

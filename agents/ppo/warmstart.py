@@ -30,7 +30,7 @@ class SrptTeacher:
 
     def act(self, mask: np.ndarray) -> int:
         env = self.env
-        sim = env.view  # what every policy may read (frenzy_env.policy.SimView)
+        sim = env.view  # what every policy may read (frenzy_env.simulator.view.SimView)
         qv = env.visible_queue
         p = sim.num_plans
         if len(qv) == 0:

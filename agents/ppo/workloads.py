@@ -74,8 +74,8 @@ class MixtureGenerator:
 def training_generator(cfg: TrainConfig) -> Any:
     """The generator of training workloads: a :class:`MixtureGenerator` ("mix") or a preset's, seeds folded
     into the training range."""
-    from frenzy_env.cluster import ClusterSpec
     from frenzy_env.workload import make_generator
+    from frenzy_env.world.cluster import ClusterSpec
 
     cluster = ClusterSpec.preset(cfg.cluster)
     if cfg.workload == "mix":
@@ -132,8 +132,8 @@ def trace_windows(specs: tuple[TraceWindows, ...], count: int, seed: int) -> lis
 
 
 def _synthetic(cfg: TrainConfig, seeds: range) -> list[tuple[str, Any, int]]:
-    from frenzy_env.cluster import ClusterSpec
     from frenzy_env.workload import SyntheticGenerator
+    from frenzy_env.world.cluster import ClusterSpec
 
     gen = SyntheticGenerator(
         num_jobs=cfg.validation_jobs, load=cfg.validation_load, cluster=ClusterSpec.preset(cfg.cluster),

@@ -191,7 +191,7 @@ def fit_exponent(xs: list[float], ys: list[float]) -> float:
 
 def scaled_cluster(num_gpus: int) -> Any:
     """A cluster of ``num_gpus`` GPUs (8 per node) with large-1024's GPU-type mix (large-1024 itself at 1,024)."""
-    from frenzy_env.cluster import ClusterSpec
+    from frenzy_env.world.cluster import ClusterSpec
 
     base = ClusterSpec.preset(REPLAY_CLUSTER)
     if num_gpus == base.num_gpus:
@@ -214,9 +214,9 @@ def target_policy() -> str:
 
 
 def replay(env: Any, policy: Any, *, seed: int = 0, budget_s: float = math.inf) -> dict[str, float]:
-    """Play one episode with :func:`~frenzy_env.evaluation.play` (the evaluation loop), stopping after
+    """Play one episode with :func:`~frenzy_env.evaluation.episodes.play` (the evaluation loop), stopping after
     ``budget_s`` wall seconds. Returns wall and CPU seconds, decisions, latencies and the metrics."""
-    from frenzy_env.evaluation import play
+    from frenzy_env.evaluation.episodes import play
 
     t0, c0 = time.perf_counter(), time.process_time()
     _, terminated, lat = play(env, policy, seed, time_budget_s=None if math.isinf(budget_s) else budget_s)
@@ -413,9 +413,9 @@ def bench_latency(cfg: BenchConfig, res: Results, log: Callable[[str], None], po
 
 def bench_marp(cfg: BenchConfig, res: Results, log: Callable[[str], None]) -> None:
     """MARP estimates per second (scalar, vectorised over plans, whole plan searches)."""
-    from frenzy_env.memory import estimate_memory, estimate_memory_array
-    from frenzy_env.models import get_model, list_models
-    from frenzy_env.planning import plan_resources
+    from frenzy_env.world.memory.estimator import estimate_memory, estimate_memory_array
+    from frenzy_env.world.memory.planning import plan_resources
+    from frenzy_env.world.models import get_model, list_models
 
     models = [get_model(m) for m in list_models()]
     cases = [(m, 8, min(m.max_seq_len, 2048)) for m in models]
@@ -570,7 +570,7 @@ def bench_sia(cfg: BenchConfig, res: Results, log: Callable[[str], None]) -> Non
     episode's policy seconds."""
     from baselines import make_policy
     from frenzy_env.env import FrenzyEnv
-    from frenzy_env.evaluation import run_episode, step_limit
+    from frenzy_env.evaluation.episodes import run_episode, step_limit
     from frenzy_env.workload import make_generator
 
     for case, label, kwargs, cluster, wl in SIA_CASES:

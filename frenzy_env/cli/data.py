@@ -1,4 +1,4 @@
-"""``frenzy data``: the public traces (:mod:`frenzy_env.datasets`): list the catalogue and the cache, fetch
+"""``frenzy data``: the public traces (:mod:`frenzy_env.workload.datasets`): list the catalogue and the cache, fetch
 traces from their upstream repositories (or a mirror) with checksums and resume, print a cached file's path.
 
 A cached trace is then usable by name: ``frenzy evaluate --trace itp-cluster04``.
@@ -45,7 +45,7 @@ def _size(n: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from frenzy_env import datasets
+    from frenzy_env.workload import datasets
 
     if args.data_command == "list":
         rows = datasets.list_traces(args.cache_dir)

@@ -141,7 +141,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--bounds", action="store_true",
         help="also compute a lower bound on each episode's average JCT that no scheduler can beat "
-             "(frenzy_env.bounds; a linear program per workload and seed: 10-100 s for 150-200 jobs, about 3 min "
+             "(frenzy_env.evaluation.bounds; a linear program per workload and seed: 10-100 s for 150-200 jobs, "
+             "about 3 min "
              "for itp-default's 570) and report each episode's avg JCT over it",
     )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -167,7 +168,7 @@ def _workload_factory(args: argparse.Namespace, cluster: Any = None) -> tuple[li
     from frenzy_env.workload import TraceGenerator, make_generator
 
     if args.trace is not None:
-        from frenzy_env import datasets
+        from frenzy_env.workload import datasets
 
         try:
             path = datasets.resolve(args.trace)
@@ -212,7 +213,7 @@ def _evaluate_locally(
 ) -> tuple[Any, Any]:
     """The local backend; a failing episode stops the sweep with a message naming it (``saved()``: the
     number of episodes finished so far, which ``save`` wrote)."""
-    from frenzy_env.evaluation import evaluate
+    from frenzy_env.evaluation.episodes import evaluate
 
     out: Path | None = args.out
     try:
@@ -242,7 +243,7 @@ def _evaluate_on_ray(
 ) -> tuple[Any, Any, list]:
     """The Ray backend: one task per episode; failed tasks are retried once and reported. ``modules``: those
     of MODULE:ATTR policies, sent to the workers by value (they may not import them)."""
-    from frenzy_env.distributed import connect, evaluate_ray, import_ray
+    from frenzy_env.evaluation.distributed import connect, evaluate_ray, import_ray
 
     ray = import_ray()
     for module in modules:
@@ -261,9 +262,9 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from frenzy_env.cli import policies as policy_specs
-    from frenzy_env.cluster import ClusterSpec
     from frenzy_env.env import FrenzyEnv
-    from frenzy_env.evaluation import interval_note, summarise, summary_markdown
+    from frenzy_env.evaluation.episodes import interval_note, summarise, summary_markdown
+    from frenzy_env.world.cluster import ClusterSpec
 
     if args.backend != "ray":
         for flag in ("address", "num_cpus"):
@@ -332,7 +333,7 @@ def run(args: argparse.Namespace) -> int:
         _report_failures(failures)
         return 1
     if args.bounds:
-        from frenzy_env.evaluation import add_jct_bounds, jct_bounds
+        from frenzy_env.evaluation.episodes import add_jct_bounds, jct_bounds
 
         bounds = jct_bounds(make_env, workloads, seeds, progress=not args.no_progress)
         episodes = add_jct_bounds(episodes, bounds)
@@ -347,7 +348,7 @@ def run(args: argparse.Namespace) -> int:
     if out is not None:
         summary.to_csv(out / "summary.csv", index=False)
         (out / "summary.md").write_text(md)
-        from frenzy_env.plots import plot_results, plot_schedules
+        from frenzy_env.evaluation.plots import plot_results, plot_schedules
 
         plot_results(jobs, episodes, summary, out)
         plot_schedules(schedules, cluster, out)

@@ -16,7 +16,7 @@ from typing import Any
 
 from frenzy_env.cli.common import guarded
 from frenzy_env.errors import ConfigError
-from frenzy_env.memory import (
+from frenzy_env.world.memory.estimator import (
     DEFAULT_METHOD,
     FRAMEWORKS,
     METHODS,
@@ -25,7 +25,7 @@ from frenzy_env.memory import (
     GiB,
     estimate_memory,
 )
-from frenzy_env.models import ModelSpec, custom_model, get_model, list_models
+from frenzy_env.world.models import ModelSpec, custom_model, get_model, list_models
 
 _SHAPE_ARGS = ("vocab", "hidden", "layers", "heads")
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from frenzy_env.cli.common import guarded
 from frenzy_env.cli.memory import add_job_args, add_model_args, model_from_args, options_from_args
-from frenzy_env.memory import GiB
-from frenzy_env.planning import DEFAULT_RANKING, RANKINGS, plan_resources
+from frenzy_env.world.memory.estimator import GiB
+from frenzy_env.world.memory.planning import DEFAULT_RANKING, RANKINGS, plan_resources
 
 
 def add_parser(subparsers: Any) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from frenzy_env.errors import ConfigError, FrenzyError
 
-#: names of --policies that are not scripted baselines: the learned agent ppo (agents.records; its shipped model,
+#: names of --policies that are not scripted baselines: the learned agent ppo (agents.model_record; its shipped model,
 #: or --model PATH) and an RLlib checkpoint
 MODEL_POLICIES = ("ppo", "rllib")
 #: names of agents that left the product: --policies NAME (or a model recording it) is refused with where it went
@@ -61,11 +61,11 @@ def resolve(
     one a policy of that name playing it. A ``MODULE:ATTR`` name is labelled ``ATTR``, or ``MODULE:ATTR`` where
     ``ATTR`` is also another policy's name. Raises :class:`~frenzy_env.errors.FrenzyError` for unknown names,
     clashing model names and misplaced flags, and for ``knob`` (a retired agent, :data:`RETIRED_POLICIES`) or a
-    model file that records it, with where it went (:data:`agents.records.KNOB_MOVED`); no model is loaded yet
+    model file that records it, with where it went (:data:`agents.model_record.KNOB_MOVED`); no model is loaded yet
     (see :func:`check`). The learned agent samples its actions as in training (:class:`agents.ppo.PPOPolicy`),
     or takes the most likely one with ``greedy``.
     """
-    from agents.records import KNOB_MOVED, agent_of
+    from agents.model_record import KNOB_MOVED, agent_of
     from baselines import POLICIES
 
     for name in names:
@@ -203,7 +203,7 @@ def builtin_with_keywords(spec: str) -> tuple[str, dict[str, object]] | None:
 
 
 def _builtin_factory(name: str, **kwargs: Any) -> Callable[[Any], Any]:
-    from frenzy_env.evaluation import wide_window
+    from frenzy_env.evaluation.episodes import wide_window
 
     def build(env: Any) -> Any:
         from baselines import make_policy

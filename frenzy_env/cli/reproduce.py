@@ -12,7 +12,7 @@ from frenzy_env.errors import FrenzyError
 
 def add_parser(sub: Any) -> None:
     """Register ``frenzy reproduce``."""
-    from frenzy_env.reproduce import SCENARIOS
+    from frenzy_env.reproduce.runner import SCENARIOS
 
     p = sub.add_parser(
         "reproduce",
@@ -50,8 +50,8 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``frenzy reproduce``: find the data, run the scenarios, print the claims table and write the outputs."""
-    from frenzy_env.reproduce import ReproduceConfig, run_reproduce
-    from frenzy_env.reproduce_report import claims_markdown, write_outputs
+    from frenzy_env.reproduce.report import claims_markdown, write_outputs
+    from frenzy_env.reproduce.runner import ReproduceConfig, run_reproduce
 
     data_dir = args.data_dir
     if data_dir is None:

@@ -1,5 +1,5 @@
 """``frenzy evaluate --suite NAME``: every policy on a named benchmark suite's workloads (:mod:`frenzy_env.workload.
-suites`), paired workload by workload, summarised in one table (:mod:`frenzy_env.results`) and, with
+suites`), paired workload by workload, summarised in one table (:mod:`frenzy_env.evaluation.results`) and, with
 ``--results-md``, written into a results page.
 
 A suite's workloads are run in groups that share their seeds (its synthetic workloads over their seeds, then
@@ -50,10 +50,9 @@ def run_suite(args: argparse.Namespace, policy_names: list[str]) -> int:
 
     from frenzy_env import __version__
     from frenzy_env.cli import policies as policy_specs
-    from frenzy_env.cluster import ClusterSpec
     from frenzy_env.env import FrenzyEnv
-    from frenzy_env.evaluation import FEW_SEEDS, add_jct_bounds, jct_bounds
-    from frenzy_env.results import (
+    from frenzy_env.evaluation.episodes import FEW_SEEDS, add_jct_bounds, jct_bounds
+    from frenzy_env.evaluation.results import (
         pooled_latencies,
         results_section,
         suite_markdown,
@@ -62,6 +61,7 @@ def run_suite(args: argparse.Namespace, policy_names: list[str]) -> int:
     )
     from frenzy_env.versions import ENV_VERSION
     from frenzy_env.workload.suites import get_suite, suite_workloads
+    from frenzy_env.world.cluster import ClusterSpec
 
     given = [f"--{flag.replace('_', '-')}" for flag in _FIXED_BY_SUITE if getattr(args, flag, None) is not None]
     if given:
@@ -111,7 +111,7 @@ def run_suite(args: argparse.Namespace, policy_names: list[str]) -> int:
 
     ray = started = None
     if args.backend == "ray":
-        from frenzy_env.distributed import connect, import_ray
+        from frenzy_env.evaluation.distributed import connect, import_ray
 
         ray = import_ray()
         for spec in specs:
@@ -181,11 +181,11 @@ def _run_group(
 ) -> tuple[Any, Any, list]:
     """One group of a suite: every policy on ``workloads`` x ``seeds`` (locally or on Ray); a failing local
     episode stops the run with a message naming it."""
-    from frenzy_env.evaluation import evaluate
+    from frenzy_env.evaluation.episodes import evaluate
 
     progress = not args.no_progress
     if args.backend == "ray":
-        from frenzy_env.distributed import evaluate_ray
+        from frenzy_env.evaluation.distributed import evaluate_ray
 
         return evaluate_ray(make_env, policies, workloads, seeds, progress=progress, on_episode=save,
                             on_result=keep)

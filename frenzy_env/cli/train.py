@@ -48,7 +48,7 @@ from frenzy_env.cli.common import non_negative_int, plain_text, positive_int
 from frenzy_env.errors import ConfigError
 
 _TRACE_KEYS = {"format": str, "max_jobs": int, "load_scale": float, "exclude": str}
-#: the agents ``--agent`` trains (agents.records.AGENTS, written out so the parser imports no agent)
+#: the agents ``--agent`` trains (agents.model_record.AGENTS, written out so the parser imports no agent)
 AGENTS = ("ppo",)
 
 
@@ -382,8 +382,8 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "backend", "sb3") == "rllib":
         return _run_rllib(args)
     from agents.ppo import train
-    from frenzy_env.cluster import ClusterSpec
     from frenzy_env.workload import make_generator
+    from frenzy_env.world.cluster import ClusterSpec
 
     if args.resume is not None:
         given = [flag for dest, flag in _RESUME_CONFLICTS.items() if _given(getattr(args, dest, None))]

@@ -3,7 +3,7 @@
 The observation is the contract between the environment and every trained model, so every name, column
 index and scale is defined here and only here (re-exported as :mod:`frenzy_env.observation`); the encoder
 (:mod:`frenzy_env.observation.encoder`), the compiled kernels (``kernels.py``) and the agents read them from
-there. ``tests/test_golden_obs.py`` asserts every named
+there. ``tests/observation/test_golden_obs.py`` asserts every named
 entry against values computed by hand, so a change to any of them fails a test; a deliberate change must
 bump :data:`OBS_VERSION` (models record the version they were trained on, and ``agents.ppo.load_policy``
 refuses a model of another version).

@@ -8,7 +8,7 @@ the running rows (what is fixed per attempt gathered once, the time-dependent co
 moves, rows of unchanged attempts kept when the set changes at one instant), the free fractions and the
 whole-system totals. The compiled kernels (:mod:`frenzy_env.kernels`) replace the numpy code where numba is
 available, with the same numbers. ``tests/test_env_fast.py`` compares every cache against a from-scratch
-encoding after every step, ``tests/test_golden_obs.py`` the values against hand-computed ones.
+encoding after every step, ``tests/observation/test_golden_obs.py`` the values against hand-computed ones.
 
 The environment (:class:`~frenzy_env.env.FrenzyEnv`) owns one encoder, binds it to each new simulator
 (:meth:`ObservationEncoder.bind`), writes the action mask through :attr:`ObservationEncoder.mask` and reads
@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 
 from frenzy_env import kernels
-from frenzy_env.cluster import ClusterSpec
 from frenzy_env.observation.contract import (
     BATCH_LOG2_SCALE,
     COUNT_LOG_SCALE,
@@ -42,6 +41,7 @@ from frenzy_env.observation.contract import (
     R,
 )
 from frenzy_env.simulator import ClusterSimulator
+from frenzy_env.world.cluster import ClusterSpec
 
 try:  # the clip ufunc itself: ndarray.clip adds a Python wrapper around it (same results)
     from numpy._core.umath import clip as _clip

@@ -9,16 +9,16 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
-from frenzy_env.efficiency import DEFAULT_EFFICIENCY, check_efficiency
 from frenzy_env.errors import ConfigError, check_keys
-from frenzy_env.throughput import DEFAULT_UTILISATION
+from frenzy_env.world.efficiency import DEFAULT_EFFICIENCY, check_efficiency
+from frenzy_env.world.throughput import DEFAULT_UTILISATION
 
 FUTURE, QUEUED, RUNNING, DONE, REJECTED = 0, 1, 2, 3, 4
 #: bytes of model states per parameter a checkpoint holds: fp32 master weights + Adam's two moments (ZeRO,
 #: Rajbhandari et al. SC'20, K = 12; Gemini, SOSP'23: 42 min at 20 Gbit/s for MT-NLG's 530e9 parameters)
 CHECKPOINT_BYTES_PER_PARAM = 12.0
 PREDICTORS = ("frenzy", "extended", "oracle")
-MEMORY_TRUTHS = ("estimate", "residual")  # SimConfig.memory_truth (see frenzy_env.memory_truth)
+MEMORY_TRUTHS = ("estimate", "residual")  # SimConfig.memory_truth (see frenzy_env.world.memory.truth)
 WORK_INFO = ("exact", "noisy", "none")
 LAYOUTS = ("predictor", "no_accumulation")  # SimConfig.layouts: which layout a (GPU type, count) plan slot runs
 
@@ -35,7 +35,7 @@ class SimConfig:
         v4's) -- the "extended" estimate itself, so the "extended" predictor never fails;
         "residual" (the default from env v5) -- the extended estimate times a per-job factor drawn,
         from the episode seed and the job id, from the estimator's leave-one-source-out residuals on published
-        measurements (:mod:`frenzy_env.memory_truth`), so "oracle" (which predicts the truth, factor
+        measurements (:mod:`frenzy_env.world.memory.truth`), so "oracle" (which predicts the truth, factor
         included) never fails and "extended" sometimes does.
     memory_margin: fraction of each GPU's memory the masks keep free: a plan is predicted to fit when the
         predictor's estimate is at most ``(1 - memory_margin)`` x the GPU's memory (the oracle's "estimate"
@@ -62,7 +62,7 @@ class SimConfig:
 
     Each node writes / reads its shard of the states in parallel. A plan that does not fit runs until its
     first step's backward pass (Frenzy/MARP: the peak is model states + one step's activations):
-    ``first_step`` = the plan's modelled iteration time (:mod:`frenzy_env.throughput`). Sources:
+    ``first_step`` = the plan's modelled iteration time (:mod:`frenzy_env.world.throughput`). Sources:
 
     * ``startup_time`` = 30 s: killing and restarting the workers of a PyTorch elastic job "typically takes
       30 secs or even more" (pytorch/elastic issue #99); of it NCCL initialisation and the first barrier
@@ -94,12 +94,12 @@ class SimConfig:
         a training configuration states them), "noisy" (multiplied by a per-job log-normal factor with
         sigma ``work_noise``), "none" (nothing; estimates are the workload's median).
     work_noise: sigma of the log-normal error for ``work_info="noisy"``.
-    utilisation: fraction of peak FLOP/s that dense compute reaches (see :mod:`frenzy_env.throughput`).
+    utilisation: fraction of peak FLOP/s that dense compute reaches (see :mod:`frenzy_env.world.throughput`).
     efficiency: how per-GPU efficiency depends on the micro-batch: "flat" (env v4's: ``utilisation``
         at every micro-batch, gradient accumulation free) or "microbatch" (the default from env v5):
         efficiency rises with the micro-batch's tokens on a curve fitted to published measurements, equal to
         ``utilisation`` at 16384 tokens, and each extra accumulation step costs its micro-batch's time plus
-        2 ms (:mod:`frenzy_env.efficiency`). Trace work is derived under the same option, so recorded
+        2 ms (:mod:`frenzy_env.world.efficiency`). Trace work is derived under the same option, so recorded
         durations hold at the recorded GPU count on the reference type.
     layouts: which (dp, tp, pp, micro-batch) layout a plan slot (GPU type, GPU count) runs: "predictor" (env
         v4's) -- the fastest legal layout the predictor admits, pipelines and gradient
@@ -108,7 +108,7 @@ class SimConfig:
         ``ceil(batch / dp)``: Frenzy's MARP plans, per-GPU batch ``B / d``) that the predictor admits, falling
         back to the "predictor" choice on a slot where the predictor admits none. With ``predictor="frenzy"``
         a slot then runs exactly the (d, t) plan of the paper's search on that count
-        (:func:`frenzy_env.planning.plan_resources` with ``max_pp=1, accumulate=False``) that is fastest.
+        (:func:`frenzy_env.world.memory.planning.plan_resources` with ``max_pp=1, accumulate=False``) that is fastest.
     """
 
     predictor: str = "extended"

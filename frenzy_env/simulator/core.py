@@ -22,15 +22,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from frenzy_env.cluster import ClusterSpec
 from frenzy_env.errors import ConfigError
-from frenzy_env.placement import place
 from frenzy_env.simulator.config import DONE, QUEUED, REJECTED, RUNNING, AttemptRecord, JobRecord, SimConfig
 from frenzy_env.simulator.masks import _MaskLayer
 from frenzy_env.simulator.plans import PlanTable
 from frenzy_env.simulator.state import _SimState
-from frenzy_env.throughput import iteration_time
 from frenzy_env.workload import Workload
+from frenzy_env.world.cluster import ClusterSpec
+from frenzy_env.world.placement import place
+from frenzy_env.world.throughput import iteration_time
 
 # event kinds, processed in this order at equal times: finishes, OOM failures, then wake-ups
 _FINISH, _OOM, _WAKE = 0, 1, 2

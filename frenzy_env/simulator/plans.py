@@ -3,13 +3,13 @@ throughput/feasibility matrix), computed once per (cluster, workload, config, se
 
 A *plan slot* ``p`` is a (GPU type, GPU count) pair, count in 1, 2, 4, ... up to ``max_plan_gpus``. For each
 job and plan slot the table holds the layout the predictor picks (the fastest legal (dp, tp, pp,
-micro-batch) layout, :func:`frenzy_env.layouts.plan_layouts`, that the predictor says fits; among equally
+micro-batch) layout, :func:`frenzy_env.world.layouts.plan_layouts`, that the predictor says fits; among equally
 fast ones the fewest pipeline stages, the smallest tp and the largest micro-batch; under
 ``SimConfig.layouts="no_accumulation"`` only those with ``pp == 1`` and no accumulation, when the predictor admits
 one; ``layout_tp``, and per
 distinct configuration ``_row_pp_l``, ``_row_mb_l``), whether the predictor says it fits
 (``pred_ok``), whether it truly fits (``true_ok``, the "extended" estimator, times the job's ``memory_factor``
-under ``memory_truth="residual"``: :mod:`frenzy_env.memory_truth`), and its seconds per iteration on
+under ``memory_truth="residual"``: :mod:`frenzy_env.world.memory.truth`), and its seconds per iteration on
 a consolidated placement (``iter_time``). The matrices are computed once per distinct (model, batch, sequence)
 and gathered for the jobs with it; per-job index tables (``_job_pl``, ``_job_tl``) turn the masks into
 gathers, and Python-tuple mirrors (``_l`` suffix) serve the hot path's scalar reads. Arrays are read-only
@@ -20,15 +20,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from frenzy_env.cluster import ClusterSpec, get_gpu_type
 from frenzy_env.errors import ConfigError
-from frenzy_env.layouts import plan_layouts, powers_of_two
-from frenzy_env.memory import estimate_memory_layouts
-from frenzy_env.memory_truth import memory_factors
-from frenzy_env.planning import plan_resources
 from frenzy_env.simulator.config import SimConfig, start_up_costs
-from frenzy_env.throughput import iteration_time_array
 from frenzy_env.workload import Workload
+from frenzy_env.world.cluster import ClusterSpec, get_gpu_type
+from frenzy_env.world.layouts import plan_layouts, powers_of_two
+from frenzy_env.world.memory.estimator import estimate_memory_layouts
+from frenzy_env.world.memory.planning import plan_resources
+from frenzy_env.world.memory.truth import memory_factors
+from frenzy_env.world.throughput import iteration_time_array
 
 #: :meth:`PlanTable._plan_row` results by everything they depend on, shared by every table of the process: a
 #: workload's distinct (model, batch, sequence) rows recur across episodes, and each costs about 1 ms to
@@ -130,7 +130,7 @@ class PlanTable:
             cfg.predictor, cfg.utilisation, cfg.efficiency, cfg.layouts, tuple(get_gpu_type(t) for t in self.gpu_types),
             self.max_node_gpus.tobytes(), self.plan_counts_levels.tobytes(), self._empty_cap.tobytes(),
         )
-        # memory_truth="residual": each job's true peak is the estimate x its factor (frenzy_env.memory_truth),
+        # memory_truth="residual": each job's true peak is the estimate x its factor (frenzy_env.world.memory.truth),
         # so its row is its own (keyed by the factor too); "estimate": factor 1, rows shared as before
         if cfg.memory_truth == "residual":
             self.memory_factor = memory_factors(seed, [int(j.job_id) for j in jobs])  # (J,)

@@ -1,4 +1,4 @@
-"""The simulator's cluster state: :class:`_SimState`, a :class:`~frenzy_env.cluster.ClusterState` whose
+"""The simulator's cluster state: :class:`_SimState`, a :class:`~frenzy_env.world.cluster.ClusterState` whose
 allocate and release cost O(nodes touched) and that keeps the aggregates the masks read (GPUs placeable per
 GPU type and tensor-parallel level, free GPUs per type) up to date, with Python-list mirrors (``free_l``) for
 the placer's scalar reads."""
@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from frenzy_env.cluster import ClusterSpec, ClusterState
-from frenzy_env.placement import capacity_by_tp
+from frenzy_env.world.cluster import ClusterSpec, ClusterState
+from frenzy_env.world.placement import capacity_by_tp
 
 
 class _SimState(ClusterState):
     """:class:`ClusterState` with fast allocate/release and incrementally maintained aggregates.
 
     Besides ``free`` and ``owner`` it keeps ``cap`` (num_types, L): GPUs placeable per type in
-    tensor-parallel groups of each level (what :func:`~frenzy_env.placement.capacity_by_tp` returns for
+    tensor-parallel groups of each level (what :func:`~frenzy_env.world.placement.capacity_by_tp` returns for
     ``free``), ``free_t`` (num_types,) free GPUs per type, each node's free GPU indices (ascending, so an
     allocation takes a node's first free GPUs, as :class:`ClusterState` does), the (nodes, counts) of
     every allocation and a ``version`` that changes whenever ``free`` does. Updates cost O(nodes touched).

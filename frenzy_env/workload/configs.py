@@ -6,7 +6,7 @@ A job that records no model gets a training configuration by this seeded rule (:
 
 1. Candidates: every catalogue model (or those given) x global batch in :data:`ASSIGN_BATCH_SIZES`, at
    sequence length ``min(model.max_seq_len, 2048)`` (recorded batch or sequence values are kept).
-2. A candidate *fits* g GPUs when some layout ``dp x tp x pp = g`` (:func:`frenzy_env.layouts.plan_layouts`:
+2. A candidate *fits* g GPUs when some layout ``dp x tp x pp = g`` (:func:`frenzy_env.world.layouts.plan_layouts`:
    ``tp`` a power of two dividing g and the heads, at most ``gpus_per_node``; ``pp`` a power of two dividing
    the layers; ``dp <= batch``; gradient accumulation over power-of-two micro-batches) has an "extended" MARP
    estimate within the memory of the reference GPU type (default A100-80GB). Its *minimum* is the smallest
@@ -52,7 +52,7 @@ and a model ``m`` at sequence length ``s`` (recorded, else ``min(m.max_seq_len, 
 2. Micro-batch ``b`` and accumulation steps ``a`` (:func:`recorded_options`): with ``pp == 1``, ``b`` from
    :data:`MICRO_BATCH_WEIGHTS` among the values whose micro-batch fits ``M`` on that layout (probabilities
    renormalised), ``a`` uniform on :data:`ACCUMULATION_STEPS` = (1, 2, 4); global batch ``B = d * b * a``. With
-   ``pp > 1``, micro-batch 1 (as the simulator's pipelined plans, :func:`frenzy_env.layouts.plan_layouts`) and
+   ``pp > 1``, micro-batch 1 (as the simulator's pipelined plans, :func:`frenzy_env.world.layouts.plan_layouts`) and
    ``a * pp`` micro-batches per iteration (a 1F1B pipeline needs ``pp`` to fill), ``B = d * pp * a``.
 3. Not fitting a quarter (:func:`fits_unaccumulated`): a candidate ``B`` is kept only if on no count
    ``c <= floor(g / 4)`` of ``T`` does any layout ``dp x tp = c`` (``tp`` as in step 1, ``dp <= B``, no pipeline)
@@ -91,13 +91,13 @@ from functools import lru_cache
 
 import numpy as np
 
-from frenzy_env.cluster import get_gpu_type
-from frenzy_env.efficiency import DEFAULT_EFFICIENCY
 from frenzy_env.errors import ConfigError, unknown_name
-from frenzy_env.layouts import layouts, pipeline_depths, plan_layouts, powers_of_two
-from frenzy_env.memory import estimate_memory_layouts
-from frenzy_env.models import MODELS, ModelSpec, get_model
-from frenzy_env.throughput import DEFAULT_UTILISATION, iteration_time_array
+from frenzy_env.world.cluster import get_gpu_type
+from frenzy_env.world.efficiency import DEFAULT_EFFICIENCY
+from frenzy_env.world.layouts import layouts, pipeline_depths, plan_layouts, powers_of_two
+from frenzy_env.world.memory.estimator import estimate_memory_layouts
+from frenzy_env.world.models import MODELS, ModelSpec, get_model
+from frenzy_env.world.throughput import DEFAULT_UTILISATION, iteration_time_array
 
 REFERENCE_GPU_TYPE = "A100-80GB"
 ASSIGN_BATCH_SIZES: tuple[int, ...] = (8, 16, 32, 64, 128, 256, 512, 1024)
@@ -152,7 +152,7 @@ MICRO_BATCH_WEIGHTS: dict[int, float] = _micro_batch_weights()
 
 
 def _layouts(heads: int, batch: int, count: int, per_node: int) -> tuple[np.ndarray, np.ndarray]:
-    """(L,) dp and tp of every legal layout of ``count`` GPUs (:mod:`frenzy_env.layouts`), tp in TP_LEVELS."""
+    """(L,) dp and tp of every legal layout of ``count`` GPUs (:mod:`frenzy_env.world.layouts`), tp in TP_LEVELS."""
     return layouts(heads, batch, (count,), min(per_node, TP_LEVELS[-1]))
 
 
@@ -160,7 +160,7 @@ def _plan_layouts(
     model: ModelSpec, batch: int, count: int, per_node: int, pipeline_micro_batches: bool = False
 ) -> dict[str, np.ndarray]:
     """(L,) dp, tp, pp and micro-batch of every candidate layout of ``count`` GPUs, tp in TP_LEVELS
-    (``pipeline_micro_batches``: as in :func:`frenzy_env.layouts.plan_layouts`)."""
+    (``pipeline_micro_batches``: as in :func:`frenzy_env.world.layouts.plan_layouts`)."""
     dp, tp, pp, mb = plan_layouts(
         model.heads, model.layers, batch, (count,), min(per_node, TP_LEVELS[-1]),
         pipeline_micro_batches=pipeline_micro_batches,
@@ -185,7 +185,7 @@ def reference_iteration_time(
     The fastest memory-feasible ("extended") layout (with pipeline stages and gradient accumulation, as
     MARP plans them); if none fits, the fastest layout ignoring memory; if no layout exists (``gpus``
     exceeds the batch and no tensor parallelism helps), ``dp = min(gpus, batch)``. ``efficiency``: the speed
-    model's option (:func:`frenzy_env.throughput.iteration_time_array`; pass the simulator's, so that a trace's
+    model's option (:func:`frenzy_env.world.throughput.iteration_time_array`; pass the simulator's, so that a trace's
     duration becomes the work the simulator runs in that time); under ``"microbatch"`` pipelined layouts get
     every micro-batch size, as in the simulator's plan table.
     """

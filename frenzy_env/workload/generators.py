@@ -14,12 +14,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from frenzy_env.cluster import ClusterSpec, get_gpu_type
-from frenzy_env.efficiency import DEFAULT_EFFICIENCY, check_efficiency
 from frenzy_env.errors import ConfigError, check_keys, unknown_name
-from frenzy_env.layouts import powers_of_two
-from frenzy_env.models import MODELS, ModelSpec, get_model
-from frenzy_env.throughput import DEFAULT_UTILISATION
 from frenzy_env.workload.configs import (
     ASSIGN_BATCH_SIZES,
     DEFAULT_SIZING,
@@ -36,6 +31,11 @@ from frenzy_env.workload.configs import (
 from frenzy_env.workload.load import cluster_seconds, offered_load
 from frenzy_env.workload.spec import JobSpec, Workload
 from frenzy_env.workload.traces import ITP_EXTRACT, data_path
+from frenzy_env.world.cluster import ClusterSpec, get_gpu_type
+from frenzy_env.world.efficiency import DEFAULT_EFFICIENCY, check_efficiency
+from frenzy_env.world.layouts import powers_of_two
+from frenzy_env.world.models import MODELS, ModelSpec, get_model
+from frenzy_env.world.throughput import DEFAULT_UTILISATION
 
 # Job duration quantiles in seconds, computed from the real traces in shared/data (pandas
 # ``Series.quantile``, linear interpolation) at the levels below:

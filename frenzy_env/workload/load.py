@@ -45,12 +45,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from frenzy_env.cluster import ClusterSpec
-from frenzy_env.efficiency import DEFAULT_EFFICIENCY
-from frenzy_env.models import ModelSpec
-from frenzy_env.throughput import DEFAULT_UTILISATION
 from frenzy_env.workload.configs import _fits, _min_pow2, reference_iteration_time
 from frenzy_env.workload.spec import Workload
+from frenzy_env.world.cluster import ClusterSpec
+from frenzy_env.world.efficiency import DEFAULT_EFFICIENCY
+from frenzy_env.world.models import ModelSpec
+from frenzy_env.world.throughput import DEFAULT_UTILISATION
 
 DEFAULT_MAX_GPUS = 64  # the simulator's default largest plan (SimConfig.max_plan_gpus)
 

@@ -27,11 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from frenzy_env.cluster import ClusterSpec
-from frenzy_env.efficiency import DEFAULT_EFFICIENCY
 from frenzy_env.errors import ConfigError
-from frenzy_env.models import ModelSpec, get_model
-from frenzy_env.throughput import DEFAULT_UTILISATION
 from frenzy_env.workload.configs import (
     DEFAULT_SIZING,
     REFERENCE_GPU_TYPE,
@@ -40,6 +36,10 @@ from frenzy_env.workload.configs import (
     reference_iteration_time,
 )
 from frenzy_env.workload.traces import TraceTable, read_trace_cached
+from frenzy_env.world.cluster import ClusterSpec
+from frenzy_env.world.efficiency import DEFAULT_EFFICIENCY
+from frenzy_env.world.models import ModelSpec, get_model
+from frenzy_env.world.throughput import DEFAULT_UTILISATION
 
 
 @dataclass(frozen=True)

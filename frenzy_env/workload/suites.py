@@ -19,7 +19,7 @@ are stretched so that its offered load is exactly its load for the seed's model 
 (:class:`~frenzy_env.workload.TraceGenerator` with ``load``). Trace windows start at rows spread evenly over
 the trace (:func:`window_starts`), as the PPO trainer's validation and test windows do.
 
-Traces come from the ``frenzy data`` cache (:func:`frenzy_env.datasets.resolve`): :func:`missing_traces` names
+Traces come from the ``frenzy data`` cache (:func:`frenzy_env.workload.datasets.resolve`): :func:`missing_traces` names
 those not downloaded and :func:`suite_workloads` raises :class:`TracesNotCachedError`, one line naming the
 ``frenzy data fetch`` command.
 """
@@ -251,7 +251,7 @@ def window_starts(num_rows: int, max_jobs: int, count: int) -> list[int]:
 
 def missing_traces(suite: Suite, cache_dir: str | os.PathLike | None = None) -> list[str]:
     """The catalogue traces ``suite`` needs that are not in the cache."""
-    from frenzy_env import datasets
+    from frenzy_env.workload import datasets
 
     missing = []
     for name in suite.trace_names:
@@ -270,10 +270,10 @@ def fetch_command(names: Iterable[str]) -> str:
 def suite_workloads(suite: Suite, cache_dir: str | os.PathLike | None = None) -> list[SuiteWorkload]:
     """Every workload of ``suite``, synthetic ones first, then the trace windows in order. Raises
     :class:`TracesNotCachedError` (one line naming the ``frenzy data fetch`` command) when a trace is missing."""
-    from frenzy_env import datasets
-    from frenzy_env.cluster import ClusterSpec
+    from frenzy_env.workload import datasets
     from frenzy_env.workload.generators import SyntheticGenerator, TraceGenerator
     from frenzy_env.workload.traces import read_trace_cached
+    from frenzy_env.world.cluster import ClusterSpec
 
     missing = missing_traces(suite, cache_dir)
     if missing:

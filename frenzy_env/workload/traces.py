@@ -31,7 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from frenzy_env.errors import ConfigError, TraceFormatError, unknown_name
-from frenzy_env.models import get_model
+from frenzy_env.paths import PACKAGE_DATA
+from frenzy_env.world.models import get_model
 
 MAX_GPUS_PER_JOB = 100_000  # larger recorded GPU counts are rejected as absurd
 
@@ -50,7 +51,7 @@ ITP_EXTRACT = "itp_cluster02_extract.csv"
 
 def data_path(name: str) -> Path:
     """Path of a data file shipped in ``frenzy_env/data``."""
-    return Path(__file__).resolve().parents[1] / "data" / name
+    return PACKAGE_DATA / name
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ than none on validation trace windows and level on synthetic ones; the policy le
   GPU types (:func:`gpu_summary`; the same on every cluster, so a model plays on any; version 1 models saw
   each type's, ``gpu_features="per_type"``) and the previous level (one-hot); the reward is the env's
   (``-(jobs in system) x hours``), differenced against the planner with margin 0 on the same arrivals (the
-  input-dependent baseline of ``agents.ppo.reference``, cached per workload seed) and scaled by ``gain`` /
+  input-dependent baseline of ``agents.ppo.reference_reward``, cached per workload seed) and scaled by ``gain`` /
   that reference's cost, so an episode returns ``gain x (1 - cost / plan's cost)``: exactly the knob's
   worth, undiscounted.
 * **With preemption** (``KnobConfig(preemption=True)``): the env offers preempt actions, the
@@ -49,7 +49,7 @@ import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
 from agents.ppo.config import TrainConfig
-from agents.ppo.reference import ReferenceCache, ReferenceCurve, RewardShaper, play_curve
+from agents.ppo.reference_reward import ReferenceCache, ReferenceCurve, RewardShaper, play_curve
 from baselines.base import ScriptedPolicy
 from baselines.sia import SiaTeacher
 from frenzy_env.errors import ConfigError
@@ -141,7 +141,7 @@ class KnobConfig:
             raise ConfigError(f"max_minutes must be > 0 or None, got {self.max_minutes!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        """The configuration as JSON data, with ``"agent": "knob"`` (:mod:`agents.records`) first."""
+        """The configuration as JSON data, with ``"agent": "knob"`` (:mod:`agents.model_record`) first."""
         d = {"agent": "knob", **asdict(self)}
         d["train"] = self.train.to_dict()
         return d
@@ -553,7 +553,7 @@ def load_policy(env: Any, path: str | Path | None = None, sample: bool = True, s
     """The knob agent: the knob model at ``path`` (default: :data:`SHIPPED`) bound to ``env``
     (:func:`load_knob_policy`). An action-level ``ppo`` model is refused with an error saying how to load it.
     Loading runs pickle: load only files you trust."""
-    from agents.records import agent_of
+    from agents.model_record import agent_of
 
     path = SHIPPED if path is None else Path(path)
     if path.is_file() and agent_of(path) != "knob":

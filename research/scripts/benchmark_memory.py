@@ -22,10 +22,11 @@ import time
 
 import numpy as np
 
-from frenzy_env import memory, planning
-from frenzy_env.memory import estimate_memory, estimate_memory_array
-from frenzy_env.models import list_models
-from frenzy_env.planning import feasible_plans, plan_resources
+from frenzy_env.world.memory import estimator as memory
+from frenzy_env.world.memory import planning
+from frenzy_env.world.memory.estimator import estimate_memory, estimate_memory_array
+from frenzy_env.world.memory.planning import feasible_plans, plan_resources
+from frenzy_env.world.models import list_models
 
 
 def _jobs() -> list[tuple[str, int, int]]:

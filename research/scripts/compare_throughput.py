@@ -7,7 +7,7 @@ measured speed-up ``speed(w) / speed(1)`` and its relative error for
 
 - *before*: the uncalibrated analytic model (no per-iteration overhead, full link bandwidth, no all-reduce
   latency) at the nominal sequence lengths (GPT-2 1024, BERT 512);
-- *after*: the calibrated model (:data:`frenzy_env.throughput.DEFAULT_OVERHEAD_S`,
+- *after*: the calibrated model (:data:`frenzy_env.world.throughput.DEFAULT_OVERHEAD_S`,
   ``DEFAULT_COMM_EFFICIENCY``, ``DEFAULT_HOP_LATENCY_S``) at the fitted effective sequence lengths
   (:data:`FITTED_SEQ_LEN`; the CSVs do not record them);
 - the Capes et al. speed model f(w) fitted by NNLS to the measured points themselves (``--nnls``).
@@ -32,10 +32,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from frenzy_env.cluster import GPUType, get_gpu_type
-from frenzy_env.models import ModelSpec, custom_model, get_model
 from frenzy_env.paths import shared_data_dir
-from frenzy_env.throughput import (
+from frenzy_env.world.cluster import GPUType, get_gpu_type
+from frenzy_env.world.models import ModelSpec, custom_model, get_model
+from frenzy_env.world.throughput import (
     DEFAULT_COMM_EFFICIENCY,
     DEFAULT_HOP_LATENCY_S,
     DEFAULT_OVERHEAD_S,
@@ -149,7 +149,7 @@ def fit_constants(curves, comm_efficiency: float = DEFAULT_COMM_EFFICIENCY) -> d
     """Least-squares calibration of overhead, hop latency and the effective sequence lengths.
 
     Residuals: log shape error + ``ABS_WEIGHT`` x log absolute-speed error at every measured point;
-    ``comm_efficiency`` is held fixed (the curves barely constrain it, see :mod:`frenzy_env.throughput`).
+    ``comm_efficiency`` is held fixed (the curves barely constrain it, see :mod:`frenzy_env.world.throughput`).
     The sequence lengths enter continuously (FLOPs per token are affine in s).
     """
     from scipy.optimize import least_squares

@@ -4,7 +4,7 @@ Usage: ``python research/scripts/evaluate_ppo.py [--model agents/models/ppo_fren
 [--test-split] [--seeds 5] [--out research/results/ppo] [--policies frenzy,srpt_est:grow=False,start,ppo]
 [--labelled-model start=runs/ppo/bc_model.zip] [--preemption]``
 
-Runs the same harness as ``frenzy evaluate`` (:func:`frenzy_env.evaluation.evaluate`) on
+Runs the same harness as ``frenzy evaluate`` (:func:`frenzy_env.evaluation.episodes.evaluate`) on
 
 - with ``--test-split`` (needs ``--run``): the run's test split (``agents.ppo.test_workloads`` of its
   config.json: synthetic seeds 1000, ... and fixed windows of the test clusters, never trained or validated
@@ -39,7 +39,7 @@ from baselines import POLICIES, make_policy
 from frenzy_env.cli.policies import builtin_with_keywords
 from frenzy_env.env import FrenzyEnv
 from frenzy_env.errors import FrenzyError
-from frenzy_env.evaluation import evaluate, summarise, summary_markdown, wide_window
+from frenzy_env.evaluation.episodes import evaluate, summarise, summary_markdown, wide_window
 
 
 def _policies(names: list[str], model: Path, models: dict[str, Path], seed: int = 0, greedy: bool = False,
@@ -48,8 +48,9 @@ def _policies(names: list[str], model: Path, models: dict[str, Path], seed: int 
     (or greedy); scripted baselines with every job within reach (wide windows), as in frenzy evaluate (left
     out with ``only_models``). A name ``NAME:k=v:k=v`` passes keywords to ``make_policy``
     (``srpt_est:grow=False``) and keeps the whole spec as its label. A knob model (its record says ``knob``:
-    :func:`agents.records.agent_of`) plays as a :class:`~research.knob.KnobPolicy` (``research.knob.load_policy``)."""
-    from agents.records import agent_of
+    :func:`agents.model_record.agent_of`) plays as a :class:`~research.knob.KnobPolicy`
+    (``research.knob.load_policy``)."""
+    from agents.model_record import agent_of
 
     out: dict = {}
     for spec in names:

@@ -1,7 +1,7 @@
-"""Fit the micro-batch efficiency curve of :mod:`frenzy_env.efficiency` and print the docs/world.md tables.
+"""Fit the micro-batch efficiency curve of :mod:`frenzy_env.world.efficiency` and print the docs/world.md tables.
 
 Prints the fitted ``T_half`` (hyperbolic and exponential forms), then one row per published point
-(:data:`frenzy_env.efficiency.POINTS`): measured seconds per iteration, the same without the 1F1B bubble, the
+(:data:`frenzy_env.world.efficiency.POINTS`): measured seconds per iteration, the same without the 1F1B bubble, the
 efficiency the point implies on the simulator's scale (``u = 0.40 x A_c / y / g(T_ref)``, ``A_c`` the fitted
 scale of its configuration) and the curve's value; then the curve at round token counts.
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from frenzy_env.efficiency import (
+from frenzy_env.world.efficiency import (
     HALF_TOKENS,
     POINTS,
     POINTS_GLOBAL_BATCH,
@@ -22,7 +22,7 @@ from frenzy_env.efficiency import (
     microbatch_efficiency,
     saturation,
 )
-from frenzy_env.throughput import DEFAULT_UTILISATION
+from frenzy_env.world.throughput import DEFAULT_UTILISATION
 
 
 def main() -> None:

@@ -6,7 +6,8 @@
 
 Builds each workload of the config's ``--split`` (``agents.ppo.test_workloads`` or ``validation_workloads``:
 the same jobs ``research/scripts/evaluate_ppo.py --test-split`` and ``research/scripts/validate_knob.py`` play),
-computes the isolated, fluid and LP lower bounds of :mod:`frenzy_env.bounds` on its average JCT and appends them to
+computes the isolated, fluid and LP lower bounds of :mod:`frenzy_env.evaluation.bounds` on its average JCT and appends
+them to
 ``bounds.csv`` (a workload already there is not computed again). With ``--episodes`` (csvs with ``workload``,
 ``policy`` and ``avg_jct_h`` columns, such as ``evaluate_ppo.py``'s ``episodes.csv``), writes ``gaps.md``: each
 policy's average JCT over the best bound, the mean over workloads (trace windows and synthetic seeds apart),
@@ -30,14 +31,15 @@ def main() -> None:
     ap.add_argument("--reference", default="sia_srpt", help="policy the gap table also divides by (sia_srpt)")
     ap.add_argument("--step-s", type=float, default=None, help="the LP's interval, seconds (default: automatic)")
     ap.add_argument("--plans", action="store_true",
-                    help="the tighter, much slower LP with one variable per plan (frenzy_env.bounds.lp_bound)")
+                    help="the tighter, much slower LP with one variable per plan "
+                    "(frenzy_env.evaluation.bounds.lp_bound)")
     ap.add_argument("--out", type=Path, required=True, help="folder of bounds.csv and gaps.md")
     args = ap.parse_args()
 
     import pandas as pd
     from split_tables import config_split, fill_table
 
-    from frenzy_env.bounds import jct_lower_bound
+    from frenzy_env.evaluation.bounds import jct_lower_bound
 
     cfg, items = config_split(args.config, args.split)
     table = fill_table(args.out / "bounds.csv", cfg, items,

@@ -77,7 +77,7 @@ def play(job: tuple) -> list:
     from agents.ppo.workloads import make_env
     from baselines import make_policy
     from frenzy_env.env import FrenzyEnv
-    from frenzy_env.evaluation import WIDE_WINDOWS, run_episode
+    from frenzy_env.evaluation.episodes import WIDE_WINDOWS, run_episode
     from research.knob import play_plan
 
     t0 = time.perf_counter()

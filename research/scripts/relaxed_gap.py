@@ -4,13 +4,13 @@
         --split validation --only synthetic --plans \\
         --episodes research/results/ppo/episodes.csv --out research/results/ppo/v17
 
-The LP of :func:`frenzy_env.bounds.lp_bound` relaxes a world (GPU pools without nodes, free restarts and
+The LP of :func:`frenzy_env.evaluation.bounds.lp_bound` relaxes a world (GPU pools without nodes, free restarts and
 preemption, re-planning at every arrival and completion) whose optimum it bounds from below. Any schedule of
 that world bounds the same optimum from above, so ``relaxed / lp`` caps the LP's slack there, and a policy of
 the environment that is far above the relaxed schedules loses to what the environment adds (placement,
 restarts, decision instants) or to its own choices. For each workload of the config's ``--split`` this
 solves the LP (``--plans``: the plan-level program) and plays four allocation rules in the relaxed world
-(:func:`frenzy_env.bounds.relaxed_schedule`): SRPT list scheduling by seconds (``srpt``) and by GPU-seconds
+(:func:`frenzy_env.evaluation.bounds.relaxed_schedule`): SRPT list scheduling by seconds (``srpt``) and by GPU-seconds
 (``work``), list scheduling in the order of the LP's completion times (``lp_order``), and the completion-rate
 integer program of ``sia_srpt`` (``rate``: each job's speed over its remaining share, summed, maximised by
 :func:`baselines.sia.solve_sia_milp` at every event). Appends a row per workload to ``relaxed.csv`` (a workload
@@ -57,7 +57,7 @@ def weight_search(inp, seconds: float, seed: int = 0, subset: int = 8, sigma: fl
     the best found, in seconds; the weights; the number of schedules played)."""
     import numpy as np
 
-    from frenzy_env.bounds import relaxed_schedule
+    from frenzy_env.evaluation.bounds import relaxed_schedule
 
     def mean_jct(w):
         return float((relaxed_schedule(inp, rate_allocation(inp, weights=w)) - inp.release).mean())
@@ -79,7 +79,7 @@ def weight_search(inp, seconds: float, seed: int = 0, subset: int = 8, sigma: fl
 
 def relaxed_row(inp, plans: bool) -> dict[str, float]:
     """One workload's LP bound, its solve seconds and each rule's relaxed mean JCT, hours."""
-    from frenzy_env.bounds import HOUR, list_allocation, lp_solution, relaxed_schedule
+    from frenzy_env.evaluation.bounds import HOUR, list_allocation, lp_solution, relaxed_schedule
 
     t0 = time.perf_counter()
     lp, completions = lp_solution(inp, plans=plans)
@@ -109,7 +109,7 @@ def main() -> None:
     import pandas as pd
     from split_tables import config_split, fill_table
 
-    from frenzy_env.bounds import bound_inputs
+    from frenzy_env.evaluation.bounds import bound_inputs
 
     cfg, items = config_split(args.config, args.split)
     if args.only != "all":

@@ -73,7 +73,7 @@ def blocked_hours(sim: Any) -> tuple[float, float]:
 def srpt_violations(env: Any, act: Callable[[np.ndarray], int], seed: int) -> dict[str, float]:
     """One episode of ``act`` on ``env`` reset with ``seed`` (``play_curve``): its average JCT, job count,
     and queued and blocked job-hours (:func:`blocked_hours`)."""
-    from agents.ppo.reference import play_curve
+    from agents.ppo.reference_reward import play_curve
 
     curve = play_curve(env, act, seed)
     queued_h, blocked_h = blocked_hours(env.sim)

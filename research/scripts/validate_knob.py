@@ -43,7 +43,7 @@ def main() -> None:
     from agents.ppo.workloads import make_env, validation_workloads
     from baselines import make_policy
     from frenzy_env.env import FrenzyEnv
-    from frenzy_env.evaluation import WIDE_WINDOWS, run_episode
+    from frenzy_env.evaluation.episodes import WIDE_WINDOWS, run_episode
     from research.knob import OBJECTIVES, KnobConfig, load_knob_policy, play_plan
 
     cfg = KnobConfig.from_dict(json.loads((args.run / "config.json").read_text()))

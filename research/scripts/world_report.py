@@ -12,7 +12,7 @@ import numpy as np
 
 import baselines
 from frenzy_env.env import ENV_PRESETS, FrenzyEnv
-from frenzy_env.evaluation import run_episode
+from frenzy_env.evaluation.episodes import run_episode
 from frenzy_env.workload import offered_load_detail
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from baselines import make_policy
 from frenzy_env.env import FrenzyEnv
-from frenzy_env.evaluation import evaluate
+from frenzy_env.evaluation.episodes import evaluate
 
 
 def _script():

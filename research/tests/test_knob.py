@@ -11,7 +11,7 @@ from knob_configs import small_config as _cfg
 
 from agents.ppo.workloads import make_env, training_generator
 from frenzy_env.errors import ConfigError
-from frenzy_env.evaluation import run_episode
+from frenzy_env.evaluation.episodes import run_episode
 from research.knob.agent import (
     KnobConfig,
     KnobEnv,
@@ -320,9 +320,9 @@ def test_frenzy_evaluate_plays_it_as_module_attr_and_product_loaders_point_here(
     """From the repository root ``--policies research.knob:knob`` is the knob (labelled ``knob``) beside the
     named planner baseline; the product's ppo loader and ``--policies knob`` refuse it with where it went, and
     the knob loader refuses an action-level model."""
+    from agents.model_record import agent_of
     from agents.ppo import DEFAULT_MODEL_PATH
     from agents.ppo import load_policy as load_ppo
-    from agents.records import agent_of
     from frenzy_env.cli.policies import resolve
     from frenzy_env.env import FrenzyEnv
     from frenzy_env.errors import FrenzyError

@@ -11,7 +11,7 @@ from knob_configs import small_config as _cfg
 
 from agents.ppo.workloads import make_env, training_generator
 from frenzy_env.errors import ConfigError
-from frenzy_env.evaluation import run_episode
+from frenzy_env.evaluation.episodes import run_episode
 from research.knob.agent import (
     KnobConfig,
     KnobEnv,

@@ -65,7 +65,7 @@ def test_a_play_is_the_planner_with_that_setting(sweep, make_job, make_workload)
     # the round-based baseline with keywords: frenzy evaluate's sia_srpt:preempt=True:move_margin=0.2
     from baselines import make_policy
     from frenzy_env.env import FrenzyEnv
-    from frenzy_env.evaluation import WIDE_WINDOWS, run_episode
+    from frenzy_env.evaluation.episodes import WIDE_WINDOWS, run_episode
 
     *_, jct, restarts, _ = sweep.play(("sia_srpt,margin=0.2,preempt=1", "tiny", wl, 3, cfg))
     env = FrenzyEnv(cluster=cfg.cluster, workload=wl, preemption=True, **WIDE_WINDOWS)
@@ -88,7 +88,7 @@ def test_srpt_violations_on_one_gpu(violations, make_job, make_env, second_itera
     done. Its whole wait is queued time; it is blocked by the longer job 0 until job 0 has less left than job
     1's whole run on the GPU needs (never, when job 1 is the longer one)."""
     from baselines import make_policy
-    from frenzy_env.cluster import ClusterSpec
+    from frenzy_env.world.cluster import ClusterSpec
 
     one = ClusterSpec.from_counts("one", {"A100-80GB": (1, 1)}, reference_gpu_type="A100-80GB")
     env = make_env(one, [make_job(0, 0.0, 1e5), make_job(1, 100.0, second_iterations)], queue_slots="all",

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from frenzy_env.bounds import BoundInputs, relaxed_schedule
+from frenzy_env.evaluation.bounds import BoundInputs, relaxed_schedule
 
 
 @pytest.fixture(scope="module")

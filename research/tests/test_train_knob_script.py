@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 
-from agents.records import agent_of
+from agents.model_record import agent_of
 
 
 def test_a_quick_run_writes_a_knob_model_and_resume_takes_the_new_budget(tmp_path, capsys):

@@ -1,0 +1,1 @@
+"""The papers' claims re-measured in this world (``frenzy reproduce``)."""

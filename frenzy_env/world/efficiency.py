@@ -1,0 +1,187 @@
+"""Per-GPU efficiency against the micro-batch (the ``efficiency="microbatch"`` world option, env v5's default).
+
+The flat model (``efficiency="flat"``, env v4's world and the throughput functions' own default) runs dense
+compute at one utilisation, 0.40 of the peak, whatever the micro-batch, and gradient accumulation costs no time.
+Under ``efficiency="microbatch"`` (:class:`~frenzy_env.simulator.SimConfig`, ``FrenzyEnv(efficiency=...)``, the
+``efficiency`` keyword of :func:`frenzy_env.world.throughput.iteration_time_array`) the model FLOPs utilisation of a GPU
+depends on the tokens of the micro-batch it works on, ``T = micro_batch x seq_len`` (one data-parallel replica's
+micro-batch; every tensor- and pipeline-parallel rank of the replica sees all of its tokens)::
+
+    u(T) = utilisation * g(T) / g(T_ref),   g(T) = T / (T + T_half)          (capped at 1)
+
+with ``T_half`` = :data:`HALF_TOKENS` (fitted below) and ``T_ref`` = :data:`REFERENCE_TOKENS` = 16384.
+
+Why tokens: a transformer layer's matrix multiplies are ``(tokens x h) @ (h x h / tp)``; the tokens are the
+only dimension the batch changes, and they set the arithmetic intensity (FLOPs per byte of weights read),
+so a micro-batch of 8 sequences of 256 tokens and one of 2048 tokens load the GPU alike. The form
+``T / (T + T_half)`` is the same as a fixed cost per micro-batch of ``T_half`` tokens' worth of compute
+(weight reads, kernel launches, per-micro-batch communication latencies): the time of a micro-batch is
+``c (T + T_half)``.
+
+Normalisation: ``u(T_ref) = utilisation`` (0.40 by default), ``T_ref`` = 16384 tokens, the largest
+micro-batch of the fitted measurements and the order of the one-GPU micro-batches of the ElasticFlow A100
+curves the flat utilisation was calibrated on (GPT-2 at 128 and 256 sequences of ~176 effective tokens,
+22.5k-45k tokens; BERT at 64 and 128 of ~218, 14k-28k; :mod:`frenzy_env.world.throughput`). So well-sized jobs keep
+their speed (the saturated efficiency is ``0.40 x (16384 + T_half) / 16384`` = 0.411, +2.8 %), and small
+micro-batches get slower: 2048 tokens (one 2048-token sequence) runs at 0.336, 512 tokens at 0.218.
+
+Fit (:func:`fit_half_tokens`, ``scipy.optimize.curve_fit`` on log time): the BigScience BLOOM-176B
+topology search on 40-48 nodes of 8 x A100-80GB (Megatron-DeepSpeed, bf16/fp16, TP = 8, sequence 2048, global
+batch 2048; bigscience-workshop/bigscience, ``train/tr11-176B-ml/chronicles-prequel.md``, sections "Choosing
+the fastest 3D Topology", "tile and wave quantization" and "48 node contenders"): seven model/topology
+configurations each measured at micro-batch sizes 1, 2, 4 (and 8) with the global batch fixed, so the
+optimizer steps and the data-parallel all-reduces per iteration are the same and only the micro-batch (and
+with it the pipeline bubble) changes. Each measured ``sec/it`` is put on one stage's compute time by taking
+out the 1F1B bubble the simulator itself models, ``x m / (m + pp - 1)`` with ``m = GBS / (DP x MBS)``
+micro-batches (:func:`frenzy_env.world.throughput.bubble_fraction`), then fitted as ``A_c (1 + T_half / T)``: one
+scale ``A_c`` per configuration and one shared ``T_half``. Rows at 75 GB or more of the 80 GB are left out
+(three MBS = 8 rows; the source calls one "too close to OOM" and all three are slower than MBS = 4 even
+after the bubble, allocator pressure that the curve does not model). Result: ``T_half`` = 455 +- 43 tokens,
+root-mean-square error 2.0 % (largest 3.8 %) over the 23 points; a saturating ``1 - exp(-T / T_c)`` fits worse
+(3.1 %, largest 6.8 %). Fitting the three configurations with hidden sizes that are multiples of 128 alone
+(A-C) gives 567 +- 67.
+
+Out-of-sample check: Hugging Face's single-GPU guide (``perf_train_gpu_one``, transformers v4.21; bert-large-uncased,
+sequence 512, V100-16GB, fp32) measured 8.86 samples/s at micro-batch 4 (2048 tokens) and 7.75 at micro-batch 1 with 4
+accumulation steps (512 tokens), the optimizer stepping every 4 samples in both: 0.875; the curve gives ``g(512) /
+g(2048)`` = 0.647, too steep there. The V100's fp32 pipeline needs far fewer tokens to saturate (FLOPs per byte of an
+fp32 V100 are ~1/10 of a bf16 A100's), so one curve for every GPU type is a simplification: it is the A100's, the
+reference type of every shipped cluster.
+
+Limits: one curve for every model width and GPU type; the fitted configurations are 180-200B models at
+``h / tp`` = 1728-1800, and their ``sec/it`` also holds the (constant) data-parallel all-reduce, which makes
+the fitted ``T_half`` a little small; the per-iteration overhead of :mod:`frenzy_env.world.throughput` (49 ms,
+calibrated with flat utilisation) is kept as it is.
+
+Gradient accumulation (:data:`MICROSTEP_OVERHEAD_S`): under ``"microbatch"`` each of the ``m`` micro-steps
+of an iteration computes at its micro-batch's efficiency, and every micro-step after the first also pays a
+fixed 2 ms (ASSUMPTION, not a measurement: the launch of an optimizer-free forward/backward pass and the
+loading of its micro-batch, the order of a few hundred eager-mode kernel launches at a few microseconds
+each; the first micro-step's share is inside the calibrated per-iteration overhead). The data-parallel
+all-reduce still runs once per iteration.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: the world options of SimConfig.efficiency and the ``efficiency`` keyword of the throughput functions
+EFFICIENCY_MODES = ("flat", "microbatch")
+#: the world's efficiency from env v5 (SimConfig.efficiency, the workload generators and the offered-load
+#: functions; the throughput functions themselves default to "flat", the speed model without the curve)
+DEFAULT_EFFICIENCY = "microbatch"
+#: tokens of a micro-batch at which the efficiency is half its saturated value (fitted, see the docstring)
+HALF_TOKENS = 455.0
+#: tokens of a micro-batch at which ``u`` equals the configured (flat) utilisation (normalisation)
+REFERENCE_TOKENS = 16384.0
+#: seconds each micro-step after the first of an iteration costs on top of its compute (an ASSUMPTION)
+MICROSTEP_OVERHEAD_S = 0.002
+
+SOURCE_BIGSCIENCE = (
+    "bigscience-workshop/bigscience train/tr11-176B-ml/chronicles-prequel.md (BLOOM-176B topology search, "
+    "A100-80GB, Megatron-DeepSpeed, TP=8, seq 2048, GBS 2048)"
+)
+#: The measurements the curve is fitted on: (configuration, section and date of the source table, DP, PP,
+#: micro-batch size, sequence length, seconds per iteration, peak memory GB). All from
+#: :data:`SOURCE_BIGSCIENCE`; configurations A-B "48 node contenders" (NHIDDEN=14336, NLAYERS=72, 181B,
+#: 02-21), C "tile and wave quantization" (NHIDDEN=13824, 187B, 02-20), D-G "Choosing the fastest 3D
+#: Topology" (NHIDDEN=14400, 183-200B, 02-20).
+POINTS: tuple[tuple[str, str, int, int, int, int, float, float], ...] = (
+    ("A", "48 node contenders, 181B, 02-21", 4, 12, 1, 2048, 143.31, 29),
+    ("A", "48 node contenders, 181B, 02-21", 4, 12, 2, 2048, 134.02, 37),
+    ("A", "48 node contenders, 181B, 02-21", 4, 12, 4, 2048, 123.69, 49),
+    ("A", "48 node contenders, 181B, 02-21", 4, 12, 8, 2048, 129.26, 69),
+    ("B", "48 node contenders, 181B, 02-21", 8, 6, 1, 2048, 139.82, 38),
+    ("B", "48 node contenders, 181B, 02-21", 8, 6, 2, 2048, 131.02, 44),
+    ("B", "48 node contenders, 181B, 02-21", 8, 6, 4, 2048, 121.48, 56),
+    ("C", "tile and wave quantization, 187B, 02-20", 4, 10, 1, 2048, 160.29, 33),
+    ("C", "tile and wave quantization, 187B, 02-20", 4, 10, 2, 2048, 151.07, 39),
+    ("C", "tile and wave quantization, 187B, 02-20", 4, 10, 4, 2048, 147.43, 53),
+    ("C", "tile and wave quantization, 187B, 02-20", 4, 10, 8, 2048, 152.51, 73),
+    ("D", "fastest 3D topology, 200B, 02-20", 4, 10, 1, 2048, 221.21, 35),
+    ("D", "fastest 3D topology, 200B, 02-20", 4, 10, 2, 2048, 207.92, 43),
+    ("D", "fastest 3D topology, 200B, 02-20", 4, 10, 4, 2048, 208.18, 55),
+    ("D", "fastest 3D topology, 200B, 02-20", 4, 10, 8, 2048, 229.69, 76),
+    ("E", "fastest 3D topology, 195B, 02-20", 4, 11, 1, 2048, 197.15, 32),
+    ("E", "fastest 3D topology, 195B, 02-20", 4, 11, 2, 2048, 186.65, 41),
+    ("E", "fastest 3D topology, 195B, 02-20", 4, 11, 4, 2048, 185.79, 53),
+    ("E", "fastest 3D topology, 195B, 02-20", 4, 11, 8, 2048, 206.62, 75),
+    ("F", "fastest 3D topology, 183B, 02-20", 4, 12, 1, 2048, 172.40, 30),
+    ("F", "fastest 3D topology, 183B, 02-20", 4, 12, 2, 2048, 161.96, 39),
+    ("F", "fastest 3D topology, 183B, 02-20", 4, 12, 4, 2048, 163.32, 50),
+    ("G", "fastest 3D topology, 194B, 02-20", 8, 6, 1, 2048, 183.64, 39),
+    ("G", "fastest 3D topology, 194B, 02-20", 8, 6, 2, 2048, 172.36, 45),
+    ("G", "fastest 3D topology, 194B, 02-20", 8, 6, 4, 2048, 173.92, 56),
+    ("G", "fastest 3D topology, 194B, 02-20", 8, 6, 8, 2048, 192.42, 75),
+)
+#: global batch of every fitted configuration (sequences)
+POINTS_GLOBAL_BATCH = 2048
+#: rows at this peak memory (GB of 80) or more are left out of the fit (allocator pressure)
+POINTS_MAX_MEMORY_GB = 75.0
+
+#: out-of-sample check: Hugging Face transformers v4.21 docs, perf_train_gpu_one (bert-large-uncased, seq 512,
+#: V100-16GB, fp32, HF Trainer): (micro-batch, accumulation steps, samples/s)
+HF_CHECK = ((4, 1, 8.86), (1, 4, 7.75))
+
+
+def check_efficiency(value: object, name: str = "efficiency") -> str:
+    """``value`` if it is one of :data:`EFFICIENCY_MODES`, else a ``ValueError`` naming ``name`` and the value."""
+    if not isinstance(value, str) or value not in EFFICIENCY_MODES:
+        from frenzy_env.errors import ConfigError
+
+        raise ConfigError(f"{name} must be one of {', '.join(map(repr, EFFICIENCY_MODES))}, got {value!r}")
+    return value
+
+
+def saturation(tokens: np.ndarray | float, half_tokens: float = HALF_TOKENS) -> np.ndarray | float:
+    """``g(T) = T / (T + T_half)``: the fraction of the saturated efficiency at ``tokens`` per micro-batch."""
+    t = np.asarray(tokens, dtype=np.float64)
+    out = t / (t + half_tokens)
+    return float(out) if out.ndim == 0 else out
+
+
+def microbatch_efficiency(
+    tokens: np.ndarray | float,
+    utilisation: float,
+    *,
+    half_tokens: float = HALF_TOKENS,
+    reference_tokens: float = REFERENCE_TOKENS,
+) -> np.ndarray | float:
+    """Model FLOPs utilisation at ``tokens`` per micro-batch: ``utilisation x g(T) / g(T_ref)``, at most 1."""
+    scale = utilisation / saturation(reference_tokens, half_tokens)
+    out = np.minimum(scale * np.asarray(saturation(tokens, half_tokens)), 1.0)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def fit_points(max_memory_gb: float = POINTS_MAX_MEMORY_GB):
+    """The fitted rows of :data:`POINTS` as arrays: (configuration index (N,), tokens (N,), bubble-free seconds
+    per iteration (N,)); the bubble taken out is the simulator's, ``m / (m + pp - 1)``."""
+    rows = [p for p in POINTS if p[7] < max_memory_gb]
+    names = sorted({p[0] for p in rows})
+    conf = np.array([names.index(p[0]) for p in rows])
+    dp, pp, mbs, seq, secs = (np.array([p[i] for p in rows], dtype=np.float64) for i in (2, 3, 4, 5, 6))
+    m = POINTS_GLOBAL_BATCH / (dp * mbs)  # micro-batches per replica
+    return conf, mbs * seq, secs * m / (m + pp - 1.0)
+
+
+def fit_half_tokens(form: str = "hyperbolic") -> tuple[float, float, float, float]:
+    """Fit the curve to :data:`POINTS` (:func:`fit_points`): ``log y = log A_c + log(1 + T_half / T)``
+    (``form="hyperbolic"``, the shipped form) or ``log A_c - log(1 - exp(-T / T_c))`` (``"exp"``), one scale
+    per configuration, by :func:`scipy.optimize.curve_fit`. Returns (parameter, its standard error, rms and
+    largest absolute log residual)."""
+    from scipy.optimize import curve_fit
+
+    conf, tokens, y = fit_points()
+    k = int(conf.max()) + 1
+
+    def model(x, p, *scales):
+        c, t = x
+        a = np.asarray(scales)[c.astype(int)]
+        if form == "hyperbolic":
+            return np.log(a) + np.log1p(p / t)
+        return np.log(a) - np.log1p(-np.exp(-t / p))
+
+    p0 = [500.0 if form == "hyperbolic" else 2000.0] + [float(y.min())] * k
+    popt, pcov = curve_fit(model, (conf.astype(np.float64), tokens), np.log(y), p0=p0)
+    resid = np.log(y) - model((conf.astype(np.float64), tokens), *popt)
+    return float(popt[0]), float(np.sqrt(pcov[0, 0])), float(np.sqrt(np.mean(resid**2))), float(np.abs(resid).max())
