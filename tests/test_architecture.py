@@ -17,8 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("frenzy_env", "baselines", "agents")
 # frenzy_env's modules that run policies by name, so may import baselines and agents (never the other way): the
 # CLI, the benchmark and the papers' reproduction (its report reads the reproduction's result types)
-POLICY_LOADERS = ("frenzy_env.cli", "frenzy_env.benchmark", "frenzy_env.reproduce.runner",
-"frenzy_env.reproduce.report")
+POLICY_LOADERS = ("frenzy_env.cli", "frenzy_env.benchmark", "frenzy_env.reproduce")
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:

@@ -32,7 +32,7 @@ def claims_markdown(result: ReproduceResult) -> str:
     """The verdict rule, the claims table (claim, kind, paper, ours, comparator, setting, verdict, reason), the
     count of the paper claims' verdicts, the details per row, the extra tables (predictors) and the workloads'
     offered load and lost GPU-hours, in Markdown."""
-    from frenzy_env.reproduce.runner import VERDICT_RULE
+    from frenzy_env.reproduce.verdicts import VERDICT_RULE
 
     cfg = result.config
     lines = [

@@ -10,19 +10,11 @@ import pytest
 
 from frenzy_env.cli import main
 from frenzy_env.errors import ConfigError, UnknownNameError
+from frenzy_env.reproduce.generators import CopiesGenerator, HistorySplit
 from frenzy_env.reproduce.report import CLAIMS_HEADER, claims_markdown
-from frenzy_env.reproduce.runner import (
-    VERDICT_RULE,
-    ClaimRow,
-    CopiesGenerator,
-    HistorySplit,
-    ReproduceConfig,
-    claim_from_values,
-    marp_accuracy,
-    reason,
-    run_reproduce,
-    verdict,
-)
+from frenzy_env.reproduce.runner import ReproduceConfig, run_reproduce
+from frenzy_env.reproduce.scenarios.marp import marp_accuracy
+from frenzy_env.reproduce.verdicts import VERDICT_RULE, ClaimRow, claim_from_values, reason, verdict
 
 CSV_TEXT = (
     "case,model,arch,params,vocab,hidden,layers,heads,seq_len,micro_batch,grad_accum,dp,tp,precision,optimizer,"
@@ -96,7 +88,7 @@ def test_up_to_claims_compare_the_maximum_as_a_value():
 
 
 def test_row_kinds():
-    from frenzy_env.reproduce.runner import claim_kind
+    from frenzy_env.reproduce.verdicts import claim_kind
 
     def kind(claim, paper):
         return claim_kind(ClaimRow(claim, paper, "s"))
@@ -210,7 +202,7 @@ def test_reason_names_the_interval_and_the_paper():
 
 
 def test_marp_scope_filters_the_papers_setting():
-    from frenzy_env.reproduce.runner import marp_scope
+    from frenzy_env.reproduce.scenarios.marp import marp_scope
 
     recs = {r["case"]: r for r in marp_accuracy()}
     assert recs["A4"]["scope"] == ""  # fp16 autocast, eager attention, no recomputation, no ZeRO, one GPU
@@ -295,7 +287,7 @@ def test_asrpt_setting_is_contended_so_queue_order_matters():
     import baselines
     from frenzy_env.env import FrenzyEnv
     from frenzy_env.evaluation.episodes import run_episode
-    from frenzy_env.reproduce.runner import ASRPT_CLUSTER, ASRPT_GPU_DEMAND, asrpt_generator
+    from frenzy_env.reproduce.generators import ASRPT_CLUSTER, ASRPT_GPU_DEMAND, asrpt_generator
 
     assert ASRPT_GPU_DEMAND == ((2, 39.0), (4, 55.0), (8, 19.0))
 
