@@ -55,7 +55,7 @@ import math
 import random
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import gymnasium as gym
 import numpy as np
@@ -222,7 +222,165 @@ def evaluate(agent: Agent, args: Args) -> list[dict]:
     return rows
 
 
+@dataclass
+class Buffer:
+    """One rollout's storage, in CleanRL's layout: step x env."""
+
+    obs: torch.Tensor
+    masks: torch.Tensor
+    actions: torch.Tensor
+    logprobs: torch.Tensor
+    rewards: torch.Tensor
+    values: torch.Tensor
+    dones: torch.Tensor  # the episode ended at this step
+    boot: torch.Tensor  # V(s_cut) added to a truncated step's reward
+
+    @classmethod
+    def zeros(cls, args: Args, env: gym.Env) -> Buffer:
+        """Zeroed storage for ``num_steps`` decisions of ``num_envs`` envs like ``env``."""
+        shape = (args.num_steps, args.num_envs)
+        obs_dim = flatten(env.observation_space.sample())[0].size
+        logprobs, rewards, values = (torch.zeros(shape) for _ in range(3))
+        return cls(obs=torch.zeros((*shape, obs_dim)),
+                   masks=torch.zeros((*shape, env.action_space.n), dtype=torch.bool),
+                   actions=torch.zeros(shape, dtype=torch.long), logprobs=logprobs, rewards=rewards, values=values,
+                   dones=torch.zeros(shape), boot=torch.zeros(shape))
+
+
+@dataclass
+class Envs:
+    """The training envs, stepped in turn, and what carries over from one rollout to the next."""
+
+    envs: list[gym.Env]
+    cur: list[tuple[np.ndarray, np.ndarray]]  # each env's (flat observation, mask) now
+    next_seed: int  # the next training workload's seed (evaluation uses 0, 1, ...)
+    global_step: int = 0  # decisions so far
+    illegal: int = 0  # actions picked that the mask forbade
+    episodes: int = 0
+    jcts: list[float] = field(default_factory=list)  # each finished episode's average JCT, for the progress line
+
+    @classmethod
+    def reset(cls, args: Args, envs: list[gym.Env]) -> Envs:
+        """Every env reset on its own training seed, from 10,000 + 1,000 x ``seed`` up."""
+        run = cls(envs, [], 10_000 + 1_000 * args.seed)
+        for env in envs:
+            run.cur.append(flatten(env.reset(seed=run.next_seed)[0]))
+            run.next_seed += 1
+        return run
+
+
+def collect(agent: Agent, run: Envs, buf: Buffer, args: Args) -> None:
+    """One rollout into ``buf``: ``num_steps`` decisions of every env; an env that ends is reset at once on the
+    next seed."""
+    buf.boot.zero_()
+    for step in range(args.num_steps):
+        run.global_step += args.num_envs
+        x = torch.as_tensor(np.stack([c[0] for c in run.cur]))
+        m = torch.as_tensor(np.stack([c[1] for c in run.cur]))
+        with torch.no_grad():
+            action, logprob, _, value = agent.get_action_and_value(x, m)
+        buf.obs[step], buf.masks[step], buf.actions[step], buf.logprobs[step], buf.values[step] = (
+            x, m, action, logprob, value
+        )
+        for i, env in enumerate(run.envs):
+            a = int(action[i])
+            run.illegal += int(not run.cur[i][1][a])
+            t_before = env.unwrapped.sim.now
+            o, r, term, trunc, info = env.step(a)
+            r -= args.decision_cost * (env.unwrapped.sim.now == t_before)  # an instant's decisions are not free
+            buf.rewards[step, i], buf.dones[step, i] = r, float(term or trunc)
+            if trunc and not term:  # cut by a budget: bootstrap from where it was cut
+                with torch.no_grad():
+                    buf.boot[step, i] = agent.get_value(torch.as_tensor(flatten(o)[0])[None])[0]
+            if term or trunc:
+                run.episodes += 1
+                if term:  # a finished episode's average JCT, for the progress line
+                    run.jcts.append(info["metrics"]["avg_jct_h"])
+                o, _ = env.reset(seed=run.next_seed)
+                run.next_seed += 1
+            run.cur[i] = flatten(o)
+
+
+def gae(agent: Agent, run: Envs, buf: Buffer, args: Args) -> tuple[torch.Tensor, torch.Tensor]:
+    """GAE: A_t = delta_t + gamma * lambda * (1 - done_t) * A_{t+1}; returns the advantages and the returns."""
+    with torch.no_grad():
+        next_value = agent.get_value(torch.as_tensor(np.stack([c[0] for c in run.cur])))
+        advantages = torch.zeros_like(buf.rewards)
+        lastgaelam = 0
+        for t in reversed(range(args.num_steps)):
+            nextvalues = next_value if t == args.num_steps - 1 else buf.values[t + 1]
+            nonterminal = 1.0 - buf.dones[t]
+            delta = buf.rewards[t] + args.gamma * (buf.boot[t] + nonterminal * nextvalues) - buf.values[t]
+            advantages[t] = lastgaelam = delta + args.gamma * args.gae_lambda * nonterminal * lastgaelam
+        return advantages, advantages + buf.values
+
+
+def ppo_update(agent: Agent, optimizer: torch.optim.Optimizer, buf: Buffer, advantages: torch.Tensor,
+               returns: torch.Tensor, args: Args) -> dict[str, float]:
+    """``update_epochs`` passes of clipped-surrogate minibatch updates over the rollout; returns the last
+    minibatch's losses."""
+    batch_size = args.num_envs * args.num_steps
+    minibatch_size = batch_size // args.num_minibatches
+    b_obs, b_masks = buf.obs.reshape(batch_size, -1), buf.masks.reshape(batch_size, -1)
+    b_actions, b_logprobs = buf.actions.reshape(-1), buf.logprobs.reshape(-1)
+    b_advantages, b_returns = advantages.reshape(-1), returns.reshape(-1)
+    clipfracs = []
+    for _epoch in range(args.update_epochs):
+        perm = torch.randperm(batch_size)
+        for start in range(0, batch_size, minibatch_size):
+            mb = perm[start: start + minibatch_size]
+            _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb], b_masks[mb], b_actions[mb])
+            logratio = newlogprob - b_logprobs[mb]
+            ratio = logratio.exp()
+            with torch.no_grad():
+                approx_kl = ((ratio - 1) - logratio).mean()
+                clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean().item())
+            mb_adv = b_advantages[mb]
+            mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
+            pg_loss = torch.max(-mb_adv * ratio,
+                                -mb_adv * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)).mean()
+            v_loss = 0.5 * ((newvalue - b_returns[mb]) ** 2).mean()
+            entropy_loss = entropy.mean()
+            loss = pg_loss - args.ent_coef * entropy_loss + v_loss * args.vf_coef
+            optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+            optimizer.step()
+    return dict(pg=pg_loss.item(), v=v_loss.item(), entropy=entropy_loss.item(), kl=approx_kl.item(),
+                clipfrac=float(np.mean(clipfracs)))
+
+
+def train(args: Args, envs: list[gym.Env], agent: Agent, optimizer: torch.optim.Optimizer,
+          t_start: float) -> tuple[Envs, list[dict]]:
+    """Rollout, GAE, PPO update, until ``total_timesteps`` decisions or ``max_minutes``; returns the envs' tallies
+    and each update's losses."""
+    batch_size = args.num_envs * args.num_steps
+    num_updates = max(1, args.total_timesteps // batch_size)
+    buf = Buffer.zeros(args, envs[0])
+    run = Envs.reset(args, envs)
+    losses = []
+    for update in range(1, num_updates + 1):
+        if args.anneal_lr:  # linearly to 0 over whichever budget runs out first: decisions or minutes
+            done = max((update - 1.0) / num_updates, (time.time() - t_start) / (60 * args.max_minutes))
+            optimizer.param_groups[0]["lr"] = max(1.0 - done, 0.0) * args.learning_rate
+        collect(agent, run, buf, args)
+        advantages, returns = gae(agent, run, buf, args)
+        loss = ppo_update(agent, optimizer, buf, advantages, returns, args)
+        elapsed = time.time() - t_start
+        losses.append(dict(update=update, step=run.global_step, **loss))
+        recent = [j for j in run.jcts[-32:] if math.isfinite(j)]
+        if update % 10 == 0 or update == num_updates:
+            print(f"update {update}/{num_updates} step {run.global_step} {elapsed:.0f}s  episodes {run.episodes}  "
+                  f"recent avg JCT {np.mean(recent) if recent else math.nan:.2f} h  pg {loss['pg']:.3f}  "
+                  f"v {loss['v']:.3f}  entropy {loss['entropy']:.2f}  kl {loss['kl']:.4f}", flush=True)
+        if elapsed > 60 * args.max_minutes:
+            print(f"stopping at the {args.max_minutes}-minute budget after {run.global_step} decisions")
+            break
+    return run, losses
+
+
 def main(argv: list[str] | None = None) -> dict:
+    """Train (see the module docstring), then play the evaluation seeds against FIFO and print both."""
     args = parse_args(argv)
     random.seed(args.seed)
     np.random.seed(args.seed)
@@ -233,117 +391,20 @@ def main(argv: list[str] | None = None) -> dict:
     envs = [make_env(args, reference=True) for _ in range(args.num_envs)]
     agent = Agent(envs[0], args.hidden)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
-    batch_size = args.num_envs * args.num_steps
-    minibatch_size = batch_size // args.num_minibatches
-    num_updates = max(1, args.total_timesteps // batch_size)
-
-    # rollout storage (CleanRL's layout: step x env)
-    obs_dim = flatten(envs[0].observation_space.sample())[0].size
-    obs = torch.zeros((args.num_steps, args.num_envs, obs_dim))
-    masks = torch.zeros((args.num_steps, args.num_envs, envs[0].action_space.n), dtype=torch.bool)
-    actions = torch.zeros((args.num_steps, args.num_envs), dtype=torch.long)
-    logprobs, rewards, values = (torch.zeros((args.num_steps, args.num_envs)) for _ in range(3))
-    dones = torch.zeros((args.num_steps, args.num_envs))      # the episode ended at this step
-    boot = torch.zeros((args.num_steps, args.num_envs))       # V(s_cut) added to a truncated step's reward
-
-    next_seed = 10_000 + 1_000 * args.seed                    # training workloads; evaluation uses 0, 1, ...
-    cur = []
-    for env in envs:
-        cur.append(flatten(env.reset(seed=next_seed)[0]))
-        next_seed += 1
-    global_step, illegal, episodes, returns, losses = 0, 0, 0, [], []
-    for update in range(1, num_updates + 1):
-        if args.anneal_lr:  # linearly to 0 over whichever budget runs out first: decisions or minutes
-            done = max((update - 1.0) / num_updates, (time.time() - t_start) / (60 * args.max_minutes))
-            optimizer.param_groups[0]["lr"] = max(1.0 - done, 0.0) * args.learning_rate
-        boot.zero_()
-        for step in range(args.num_steps):
-            global_step += args.num_envs
-            x = torch.as_tensor(np.stack([c[0] for c in cur]))
-            m = torch.as_tensor(np.stack([c[1] for c in cur]))
-            with torch.no_grad():
-                action, logprob, _, value = agent.get_action_and_value(x, m)
-            obs[step], masks[step], actions[step], logprobs[step], values[step] = x, m, action, logprob, value
-            for i, env in enumerate(envs):
-                a = int(action[i])
-                illegal += int(not cur[i][1][a])
-                t_before = env.unwrapped.sim.now
-                o, r, term, trunc, info = env.step(a)
-                r -= args.decision_cost * (env.unwrapped.sim.now == t_before)  # an instant's decisions are not free
-                rewards[step, i], dones[step, i] = r, float(term or trunc)
-                if trunc and not term:  # cut by a budget: bootstrap from where it was cut
-                    with torch.no_grad():
-                        boot[step, i] = agent.get_value(torch.as_tensor(flatten(o)[0])[None])[0]
-                if term or trunc:
-                    episodes += 1
-                    if term:  # a finished episode's average JCT, for the progress line
-                        returns.append(info["metrics"]["avg_jct_h"])
-                    o, _ = env.reset(seed=next_seed)
-                    next_seed += 1
-                cur[i] = flatten(o)
-
-        # GAE: A_t = delta_t + gamma * lambda * (1 - done_t) * A_{t+1}
-        with torch.no_grad():
-            next_value = agent.get_value(torch.as_tensor(np.stack([c[0] for c in cur])))
-            advantages = torch.zeros_like(rewards)
-            lastgaelam = 0
-            for t in reversed(range(args.num_steps)):
-                nextvalues = next_value if t == args.num_steps - 1 else values[t + 1]
-                nonterminal = 1.0 - dones[t]
-                delta = rewards[t] + args.gamma * (boot[t] + nonterminal * nextvalues) - values[t]
-                advantages[t] = lastgaelam = delta + args.gamma * args.gae_lambda * nonterminal * lastgaelam
-            returns_t = advantages + values
-
-        b_obs, b_masks = obs.reshape(batch_size, -1), masks.reshape(batch_size, -1)
-        b_actions, b_logprobs = actions.reshape(-1), logprobs.reshape(-1)
-        b_advantages, b_returns = advantages.reshape(-1), returns_t.reshape(-1)
-        clipfracs = []
-        for _epoch in range(args.update_epochs):
-            perm = torch.randperm(batch_size)
-            for start in range(0, batch_size, minibatch_size):
-                mb = perm[start: start + minibatch_size]
-                _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb], b_masks[mb], b_actions[mb])
-                logratio = newlogprob - b_logprobs[mb]
-                ratio = logratio.exp()
-                with torch.no_grad():
-                    approx_kl = ((ratio - 1) - logratio).mean()
-                    clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean().item())
-                mb_adv = b_advantages[mb]
-                mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
-                pg_loss = torch.max(-mb_adv * ratio,
-                                    -mb_adv * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)).mean()
-                v_loss = 0.5 * ((newvalue - b_returns[mb]) ** 2).mean()
-                entropy_loss = entropy.mean()
-                loss = pg_loss - args.ent_coef * entropy_loss + v_loss * args.vf_coef
-                optimizer.zero_grad()
-                loss.backward()
-                nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
-                optimizer.step()
-
-        elapsed = time.time() - t_start
-        losses.append(dict(update=update, step=global_step, pg=pg_loss.item(), v=v_loss.item(),
-                           entropy=entropy_loss.item(), kl=approx_kl.item(), clipfrac=float(np.mean(clipfracs))))
-        recent = [j for j in returns[-32:] if math.isfinite(j)]
-        if update % 10 == 0 or update == num_updates:
-            print(f"update {update}/{num_updates} step {global_step} {elapsed:.0f}s  episodes {episodes}  "
-                  f"recent avg JCT {np.mean(recent) if recent else math.nan:.2f} h  pg {pg_loss.item():.3f}  "
-                  f"v {v_loss.item():.3f}  entropy {entropy_loss.item():.2f}  kl {approx_kl.item():.4f}", flush=True)
-        if elapsed > 60 * args.max_minutes:
-            print(f"stopping at the {args.max_minutes}-minute budget after {global_step} decisions")
-            break
+    run, losses = train(args, envs, agent, optimizer, t_start)
     train_s = time.time() - t_start
 
     rows = evaluate(agent, args)
-    print(f"\ntrained {global_step} decisions in {train_s:.0f} s ({episodes} episodes, {illegal} illegal picks)")
+    print(f"\ntrained {run.global_step} decisions in {train_s:.0f} s ({run.episodes} episodes, {run.illegal} "
+          "illegal picks)")
     print(f"{'seed':>4} {'PPO avg JCT h':>14} {'FIFO avg JCT h':>15}")
     for row in rows:
         print(f"{row['seed']:>4} {row['ppo_jct_h']:>14.2f} {row['fifo_jct_h']:>15.2f}"
               + ("  (PPO cut by a budget)" if row["ppo_truncated"] else ""))
     ppo, fifo = np.mean([r["ppo_jct_h"] for r in rows]), np.mean([r["fifo_jct_h"] for r in rows])
     print(f"{'mean':>4} {ppo:>14.2f} {fifo:>15.2f}   PPO/FIFO = {ppo / fifo:.3f}")
-    return dict(args=args, losses=losses, eval=rows, illegal=illegal, decisions=global_step, train_s=train_s,
-                ppo_avg_jct_h=float(ppo), fifo_avg_jct_h=float(fifo))
-
+    return dict(args=args, losses=losses, eval=rows, illegal=run.illegal, decisions=run.global_step,
+                train_s=train_s, ppo_avg_jct_h=float(ppo), fifo_avg_jct_h=float(fifo))
 
 if __name__ == "__main__":
     main(sys.argv[1:])

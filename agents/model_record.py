@@ -4,10 +4,9 @@ One agent ships, under one name everywhere (``frenzy evaluate --policies``, ``fr
 ``load_policy``): ``ppo`` (:mod:`agents.ppo`), the action-level MaskablePPO policy, which chooses among all the
 env's actions itself (milliseconds per decision; its spaces fit one cluster's).
 
-The ``knob`` agent (PPO choosing the move margin of the ``sia_srpt`` integer-program planner at every decision
-instant) shipped beside it in env v4 and is a research model now, in ``research/knob`` (:data:`KNOB_MOVED`
-says why and where). Its records are still recognised, so that the product's loaders refuse a knob model with
-that message instead of misreading it.
+A ``knob`` model (PPO choosing the move margin of the ``sia_srpt`` integer-program planner at every decision
+instant) is a research model, which the product does not load. Its records are recognised, so that the
+product's loaders refuse a knob model with :data:`KNOB_REFUSED` instead of misreading it.
 
 A model ``PATH.zip`` records which it is in ``PATH.json`` beside it (``"agent": "ppo"`` or ``"knob"``), or,
 for a run's checkpoints and ``best_model.zip``, in the run's ``config.json`` one or two folders up. Records
@@ -22,15 +21,14 @@ from pathlib import Path
 
 #: the learned agents of the product
 AGENTS = ("ppo",)
-#: the agents a record may name: the product's, and ``knob``, a research model now (:data:`KNOB_MOVED`)
+#: the agents a record may name: the product's, and ``knob``, a research model (:data:`KNOB_REFUSED`)
 RECORDED_AGENTS = (*AGENTS, "knob")
 #: what the product says of a knob model, or of ``--policies knob``
-KNOB_MOVED = (
-    "the knob agent is a research model now, in research/knob (it left the product: it would ship only if it "
-    "beat its planner with the best fixed margin on validation, and it did not; it was trained in env v4 and not "
-    "retrained for v5): load it with research.knob's load_policy(env, path) from the repository root, or play "
-    "it with frenzy evaluate --policies research.knob:knob there; the planner baseline that replaces it is "
-    "sia_srpt:move_margin=0.2"
+KNOB_REFUSED = (
+    "the knob agent is a research model (research/knob), which the product does not load (a learned tuner ships "
+    "only if it beats its planner with the best fixed margin on validation, and the knob does not): from the "
+    "repository root, research.knob's load_policy(env, path) loads it and frenzy evaluate --policies "
+    "research.knob:knob plays it; the product's planner baseline is sia_srpt:move_margin=0.2"
 )
 
 
@@ -50,7 +48,7 @@ def read_record(path: str | Path) -> tuple[dict, Path] | None:
 
 
 def agent_of(path: str | Path) -> str:
-    """``"ppo"`` or ``"knob"`` (a research model: :data:`KNOB_MOVED`): the agent the model at ``path`` holds (a
+    """``"ppo"`` or ``"knob"`` (a research model: :data:`KNOB_REFUSED`): the agent the model at ``path`` holds (a
     model without a record is taken for an action-level ``ppo`` model, as stable-baselines3 saves one)."""
     found = read_record(path)
     if found is None:

@@ -63,8 +63,8 @@ def register_policy(name: str, factory: Callable[..., ScriptedPolicy]) -> None:
     The ``frenzy`` command in a shell needs no registration: ``frenzy evaluate --policies mymod:Widest``
     imports ``mymod`` (from the current directory or the installed packages) and calls ``Widest(env)``.
     ``name`` must not contain ``:`` (that form names MODULE:ATTR) and must not be ``ppo`` or ``rllib`` (the
-    learned agents' names) or ``knob`` (the knob agent's, a research model now: ``--policies knob`` keeps
-    answering with where it went instead of running another policy under its old name).
+    learned agents' names) or ``knob`` (the knob agent's, a research model: ``--policies knob`` answers that the
+    product does not play it, never with another policy under that name).
     """
     if not name or ":" in name or name in ("ppo", "knob", "rllib"):
         raise ConfigError(

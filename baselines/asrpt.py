@@ -54,8 +54,8 @@ Decision points (``release``)
     pending heavy job, whichever comes first, so each job is released exactly at its virtual completion and a
     heavy job takes any placement exactly at its deadline. (An arrival before that time is an event: the
     schedule is recomputed then and the wake-up asked again. The env sets a wake-up at least 1 s ahead, so a
-    virtual completion less than 1 s after a decision is acted on 1 s after it.) The modes of env v0, which had
-    no timer: ``release="lookahead"`` acts at the last decision point before a virtual completion or deadline
+    virtual completion less than 1 s after a decision is acted on 1 s after it.) Two modes without the timer
+    (env v0's): ``release="lookahead"`` acts at the last decision point before a virtual completion or deadline
     (the virtual schedule is advanced to ``view.next_event_time()``; no job arrives before it, so this schedule
     uses only known jobs): jobs are released early. ``release="strict"`` acts only on virtual completions and
     deadlines ``<= now``, at events: a job may wait until the next event, which can be long on a lightly loaded

@@ -17,12 +17,12 @@ Options (keyword names are public API)
 ``ranking``: how MARP orders a job's plans (:data:`frenzy_env.world.memory.planning.RANKINGS`; the paper defines none).
     Default :data:`frenzy_env.world.memory.planning.DEFAULT_RANKING` = ``"min_gpus_fastest"`` -- fewest GPUs (the
     paper's "required number" of GPUs), then the shortest predicted iteration (HAS's "training efficiency"), then the
-    smaller GPU memory. ``"min_gpus"`` (the default until env v5: fewest GPUs, then the smallest GPU memory that
+    smaller GPU memory. ``"min_gpus"`` (env v4's: fewest GPUs, then the smallest GPU memory that
     holds the job, equal memory the cheaper GPU per hour, then the smaller ``tp``; a "tightest fit" that
     prefers the smallest, slowest GPU), ``"max_mem_util"`` (highest predicted memory utilisation),
     ``"min_est_time"`` (shortest predicted iteration time), ``"min_gpu_hours"`` (fewest GPUs x iteration time),
     as in :func:`frenzy_env.world.memory.planning.plan_resources`.
-``plans``: where the policy's plans come from. ``"env"`` (the default until env v5): the env's plan
+``plans``: where the policy's plans come from. ``"env"`` (env v4's): the env's plan
     slots with the layout the env runs at each (above). ``"paper"`` (the default): MARP as the paper plans -- every
     (GPU type, d, t) plan with ``d * t`` a power-of-two count up to the env's largest slot, ``t`` dividing the
     attention heads and within one node of the type, no pipeline and no gradient accumulation (per-GPU batch

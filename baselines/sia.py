@@ -53,8 +53,7 @@ favours jobs close to done (shortest remaining time first) and scale-out that pa
 objective uses no job length at all.
 
 :class:`SiaTeacher` re-solves the same program at every decision instant instead of every round: the planner
-that the learned agents imitate and are guided by (``agents.ppo``) and that the knob agent steers (a research
-model: ``research.knob``).
+that the learned agents imitate and are guided by (``agents.ppo``).
 """
 
 from __future__ import annotations
@@ -101,8 +100,8 @@ def solve_sia_milp(
         these best configurations together fit every type's capacity, the program's optimum is that choice,
         unique, and its LP relaxation is integral at it, so it is returned without calling HiGHS; (2) otherwise
         HiGHS gets the same model (same variables in the same order, same matrix, bounds and options) as
-        through ``scipy.optimize.milp``, without milp's input validation and sparse conversions. False: the
-        original path, ``scipy.optimize.milp`` on every call (``tests/baselines/test_sia.py`` compares the two).
+        through ``scipy.optimize.milp``, without milp's input validation and sparse conversions. False:
+        ``scipy.optimize.milp`` on every call, the reference path (``tests/baselines/test_sia.py`` compares the two).
 
     Returns
     -------
@@ -270,8 +269,8 @@ class SiaPolicy(ScriptedPolicy):
     type_power: ``objective="completion"`` only (not in the paper; 0, the default, is ``sia_srpt``): each
         job's candidates count ``k ** -type_power`` of their value, ``k`` the number of GPU types it has a
         plan the predictor admits on, so jobs that can run on fewer types go first and the flexible ones take
-        what is left. A static, non-clairvoyant weight, suggested by the relaxed world's schedules
-        (``research/scripts/relaxed_gap.py``; ``research/results/ppo/v17/``). An attribute.
+        what is left. A static, non-clairvoyant weight, suggested by the schedules of the JCT bounds' relaxed
+        world (:func:`frenzy_env.evaluation.bounds.relaxed_schedule`). An attribute.
     move_cooldown: a running job keeps its configuration until it has held it ``move_cooldown`` times its
         restart seconds (``view.restart_seconds``): a hysteresis in time on moves (0, the default: none; not
         in the paper). An attribute.
@@ -611,9 +610,8 @@ class SiaTeacher:
 
     On four validation workloads it matched or beat round-based Sia (average JCT 3.23 vs 3.26 h, 2.62 vs
     2.63, 10.71 vs 10.74, 1.68 vs 1.97) in 4-15 s per episode instead of about a minute; on the 28 test
-    workloads it is level with Sia (research/results/ppo/training.md). It is a teacher, not a registered
-    baseline (Sia as published re-plans in rounds): the learned agents imitate it (``agents.ppo.warmstart``)
-    and are guided by it (``agents.ppo.guide``), and the research knob agent steers it (``research.knob``). It
+    workloads it is level with Sia. It is a teacher, not a registered baseline (Sia as published re-plans in
+    rounds): the learned agents imitate it (``agents.ppo.warmstart``) and are guided by it (``agents.ppo.guide``). It
     drives a :class:`SiaPolicy` through its ``replan`` and ``next_step``, so both stay one implementation.
     ``objective``: :class:`SiaPolicy`'s (``"completion"`` for ``sia_srpt``'s); ``move_margin``: its move
     hysteresis (``self.sia.move_margin`` may be changed between decisions); further keywords go to

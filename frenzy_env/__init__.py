@@ -1,13 +1,14 @@
 """frenzy-env: a Gymnasium environment of a heterogeneous GPU cluster for LLM training jobs.
 
 ``import frenzy_env`` registers the environment ids (``frenzy/HeteroCluster-v5`` and one per preset, and their
-``-v4`` ids: the previous world, :data:`frenzy_env.env.V4_WORLD`).
+``-v4`` ids: env v4's world, :data:`frenzy_env.registration.V4_WORLD`).
 """
 
 from __future__ import annotations
 
-from frenzy_env.env import ENV_PRESETS, FrenzyEnv, register_envs
+from frenzy_env.env import FrenzyEnv
 from frenzy_env.errors import ConfigError, FrenzyError, TraceFormatError, UnknownNameError
+from frenzy_env.registration import ENV_PRESETS, register_envs
 from frenzy_env.simulator import ClusterSimulator, SimConfig
 from frenzy_env.workload import JobSpec, Workload
 from frenzy_env.world.cluster import GPU_TYPES, ClusterSpec, ClusterState, GPUType, get_gpu_type

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
@@ -22,7 +21,6 @@ from frenzy_env.observation import GLOBAL_FEATURES, QUEUE_FEATURES, RUNNING_FEAT
 from frenzy_env.observation.encoder import ObservationEncoder
 from frenzy_env.simulator import DONE, FUTURE, QUEUED, RUNNING, ClusterSimulator, SimConfig
 from frenzy_env.simulator.view import SimView
-from frenzy_env.versions import ENV_VERSION
 from frenzy_env.workload import Workload, make_generator
 from frenzy_env.world.cluster import ClusterSpec
 
@@ -57,7 +55,7 @@ class FrenzyEnv(gym.Env):
     can keep an episode from ending by waiting.
     A plan slot p is a (GPU type, GPU count); the layout it runs is the ``layouts`` option: ``"predictor"``
     (v4's) the predictor's fastest feasible (dp, tp, pp, micro-batch) layout, accumulation and
-    pipelines included; ``"no_accumulation"`` (the default from v5) the fastest feasible layout with
+    pipelines included; ``"no_accumulation"`` (the default, v5's) the fastest feasible layout with
     ``pp == 1`` and no gradient accumulation (MARP's (d, t) plans, per-GPU batch ``B / d``), else the
     ``"predictor"`` choice. The spaces are the same under both.
     ``action_masks()`` gives exactly the legal actions: the plan is memory-feasible under the predictor,
@@ -112,7 +110,7 @@ class FrenzyEnv(gym.Env):
     ``wait_options`` ((60, 600, 3600) seconds; ``()`` for none), ``reward_scale`` (3600.0),
     ``invalid_action_penalty`` (0.1), ``max_steps`` (None: no step budget), ``max_sim_hours`` (None: no
     simulated-time budget; a positive number of hours), ``render_mode`` ("ansi" | "rgb_array"),
-    ``preemption`` (False: no preempt actions, the spaces and dynamics of v4 exactly), and any
+    ``preemption`` (False: no preempt actions), and any
     :class:`SimConfig` field (``startup_time``, ``restart_overhead``, ``checkpoint_bandwidth``,
     ``load_bandwidth``, ``oom_delay``, ``max_plan_gpus``,
     ``placement``, ``work_info``, ``work_noise``, ``utilisation``; ``memory_truth`` ("residual", the default: the
@@ -160,7 +158,7 @@ class FrenzyEnv(gym.Env):
       fastest layout without pipeline or accumulation the predictor admits (``layouts="no_accumulation"``).
       Frenzy's baseline plans as its paper does (``plans="paper"``, ranking ``"min_gpus_fastest"``). The v4
       world stays registered as ``frenzy/HeteroCluster-v4`` (and each preset's ``-v4`` id):
-      :data:`V4_WORLD` and the workloads' ``sizing="v4"``.
+      :data:`frenzy_env.registration.V4_WORLD` and the workloads' ``sizing="v4"``.
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -182,23 +180,37 @@ class FrenzyEnv(gym.Env):
         **sim_options: Any,
     ) -> None:
         check_keys("FrenzyEnv", sim_options, _SIM_KEYS)
-        if not isinstance(preemption, (bool, np.bool_)):
-            raise ConfigError(f"preemption must be True or False, got {preemption!r}")
+        _check_settings(
+            preemption, queue_slots, running_slots, reward_scale, max_steps, max_sim_hours, render_mode,
+            self.metadata["render_modes"],
+        )
         self.preemption = bool(preemption)
-        for name, value in (("queue_slots", queue_slots), ("running_slots", running_slots)):
-            if value != "all" and (not isinstance(value, (int, np.integer)) or value < 1):
-                raise ConfigError(f"{name} must be a positive integer or 'all', got {value!r}")
-        if not (isinstance(reward_scale, (int, float)) and reward_scale > 0):
-            raise ConfigError(f"reward_scale must be > 0, got {reward_scale!r}")
-        if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 1):
-            raise ConfigError(f"max_steps must be a positive integer or None, got {max_steps!r}")
-        if max_sim_hours is not None and (
-            isinstance(max_sim_hours, (bool, np.bool_)) or not isinstance(max_sim_hours, (int, float, np.number))
-            or not (math.isfinite(max_sim_hours) and max_sim_hours > 0)
-        ):
-            raise ConfigError(f"max_sim_hours must be a positive finite number of hours or None, got {max_sim_hours!r}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ConfigError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self._set_world(cluster, workload, sim_options)
+        self.wait_options = _check_wait_options(wait_options)
+        self.reward_scale = float(reward_scale)
+        if not (isinstance(invalid_action_penalty, (int, float)) and math.isfinite(invalid_action_penalty)):
+            raise ConfigError(f"invalid_action_penalty must be a finite number, got {invalid_action_penalty!r}")
+        self.invalid_action_penalty = float(invalid_action_penalty)
+        self.max_steps = max_steps
+        self.max_sim_hours = None if max_sim_hours is None else float(max_sim_hours)
+        self.render_mode = render_mode
+        self._first_simulator(queue_slots, running_slots)
+        self._make_spaces()
+        # the observation's buffers and caches; the mask is written through its view (``_mask``)
+        self._encoder = ObservationEncoder(
+            {k: space.shape[0] for k, space in self.observation_space.spaces.items()},
+            self.sim, self.cluster, self.queue_slots, self.running_slots,
+        )
+        self._bind_views()
+        self._steps = 0
+        self._invalid = 0
+        self._legal_moves = 0  # legal starts and resizes now (set with the mask)
+        self._needs_reset = True
+        self._t_reset = 0.0  # the simulated clock at reset (max_sim_hours counts from it)
+
+    def _set_world(self, cluster: ClusterSpec | str, workload: Any, sim_options: dict[str, Any]) -> None:
+        """The cluster, the simulator's configuration, and the workload: a fixed :class:`Workload`, or a
+        generator bound to this env (:func:`bind_generator`)."""
         self.cluster = ClusterSpec.preset(cluster) if isinstance(cluster, str) else cluster
         if not isinstance(self.cluster, ClusterSpec):
             raise ConfigError(f"cluster must be a ClusterSpec or a preset name, got {cluster!r}")
@@ -208,20 +220,14 @@ class FrenzyEnv(gym.Env):
             self._generator = None
         else:
             self._fixed_workload = None
-            self._generator = _bind_generator(
+            self._generator = bind_generator(
                 make_generator(workload), self.cluster, by_name=isinstance(workload, str),
                 efficiency=self.sim_config.efficiency,
             )
-        self.wait_options = _check_wait_options(wait_options)
-        self.reward_scale = float(reward_scale)
-        if not (isinstance(invalid_action_penalty, (int, float)) and math.isfinite(invalid_action_penalty)):
-            raise ConfigError(f"invalid_action_penalty must be a finite number, got {invalid_action_penalty!r}")
-        self.invalid_action_penalty = float(invalid_action_penalty)
-        self.max_steps = max_steps
-        self.max_sim_hours = None if max_sim_hours is None else float(max_sim_hours)
-        self.render_mode = render_mode
 
-        # A simulator for the first workload fixes the plan slots, hence the spaces.
+    def _first_simulator(self, queue_slots: int | str, running_slots: int | str) -> None:
+        """The windows and a simulator of the first workload (seed 0), which fixes the plan slots, hence the
+        spaces."""
         first = self._fixed_workload if self._fixed_workload is not None else self._generator.generate(0)
         # "all": a window as large as the first workload (every job within reach, for scripted evaluation)
         self.queue_slots = len(first) if queue_slots == "all" else int(queue_slots)
@@ -232,6 +238,10 @@ class FrenzyEnv(gym.Env):
         self.view = SimView(self.sim)
         self._sim_seed: int | None = 0
         self.episode_seed: int | None = None  # set by reset(): the seed this episode's workload was drawn with
+
+    def _make_spaces(self) -> None:
+        """The action layout (``first_start``, ``first_resize``, ``first_preempt``), the action and observation
+        spaces, and the shapes of the flat ``queue`` and ``running`` entries."""
         q, r, p = self.queue_slots, self.running_slots, self.sim.num_plans
         t, n = self.sim.num_types, self.cluster.num_nodes
         self.num_plans = p
@@ -255,17 +265,6 @@ class FrenzyEnv(gym.Env):
         )
         self.queue_shape = (q, len(QUEUE_FEATURES) + p)  # the flat "queue" entry reshapes to this
         self.running_shape = (r, len(RUNNING_FEATURES) + p)
-        # the observation's buffers and caches; the mask is written through its view (``_mask``)
-        self._encoder = ObservationEncoder(
-            {k: space.shape[0] for k, space in self.observation_space.spaces.items()},
-            self.sim, self.cluster, self.queue_slots, self.running_slots,
-        )
-        self._bind_views()
-        self._steps = 0
-        self._invalid = 0
-        self._legal_moves = 0  # legal starts and resizes now (set with the mask)
-        self._needs_reset = True
-        self._t_reset = 0.0  # the simulated clock at reset (max_sim_hours counts from it)
 
     # views of the encoder's mask buffer: copies and pickles would make them separate arrays
     _VIEWS = ("_mask", "_mask_rows", "_mask_preempt")
@@ -539,6 +538,29 @@ class FrenzyEnv(gym.Env):
         }
 
 
+def _check_settings(
+    preemption: Any, queue_slots: Any, running_slots: Any, reward_scale: Any, max_steps: Any, max_sim_hours: Any,
+    render_mode: Any, render_modes: list[str],
+) -> None:
+    """:class:`ConfigError` naming the first of these :class:`FrenzyEnv` arguments that is out of its range."""
+    if not isinstance(preemption, (bool, np.bool_)):
+        raise ConfigError(f"preemption must be True or False, got {preemption!r}")
+    for name, value in (("queue_slots", queue_slots), ("running_slots", running_slots)):
+        if value != "all" and (not isinstance(value, (int, np.integer)) or value < 1):
+            raise ConfigError(f"{name} must be a positive integer or 'all', got {value!r}")
+    if not (isinstance(reward_scale, (int, float)) and reward_scale > 0):
+        raise ConfigError(f"reward_scale must be > 0, got {reward_scale!r}")
+    if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 1):
+        raise ConfigError(f"max_steps must be a positive integer or None, got {max_steps!r}")
+    if max_sim_hours is not None and (
+        isinstance(max_sim_hours, (bool, np.bool_)) or not isinstance(max_sim_hours, (int, float, np.number))
+        or not (math.isfinite(max_sim_hours) and max_sim_hours > 0)
+    ):
+        raise ConfigError(f"max_sim_hours must be a positive finite number of hours or None, got {max_sim_hours!r}")
+    if render_mode is not None and render_mode not in render_modes:
+        raise ConfigError(f"render_mode must be one of {render_modes}, got {render_mode!r}")
+
+
 def _check_wait_options(options: Any) -> tuple[float, ...]:
     """The timed waits in seconds: a sequence of finite positive numbers, ascending (may be empty)."""
     try:
@@ -565,7 +587,7 @@ def _action_index(action: Any) -> int:
     return int(action)
 
 
-def _bind_generator(gen: Any, cluster: ClusterSpec, by_name: bool, efficiency: str | None = None) -> Any:
+def bind_generator(gen: Any, cluster: ClusterSpec, by_name: bool, efficiency: str | None = None) -> Any:
     """A generator follows the env's speed model (``efficiency``, under which synthetic durations are drawn and
     offered loads computed, so that they hold in the simulator), whoever made it; a preset named by string also
     follows the env's cluster (load, reference GPU type)."""
@@ -586,56 +608,4 @@ def _bind_generator(gen: Any, cluster: ClusterSpec, by_name: bool, efficiency: s
     return dataclasses.replace(gen, **changes) if changes else gen
 
 
-@dataclass(frozen=True)
-class EnvPreset:
-    """A registered environment id and its defaults (Minigrid-style: one dataclass per preset)."""
-
-    env_id: str
-    cluster: str
-    workload: str
-    kwargs: dict = field(default_factory=dict)
-
-
-# ENV_VERSION (frenzy_env.versions): the suffix of every registered id and the prefix of the benchmark
-# suites' names; bumped whenever dynamics or spaces change
-
-ENV_PRESETS: tuple[EnvPreset, ...] = (
-    EnvPreset(f"frenzy/HeteroCluster-{ENV_VERSION}", "frenzy-testbed", "itp-default"),
-    # the default week at its recorded arrival rate: offered load ~2.1 (frenzy_env.workload.load), overloaded
-    EnvPreset(f"frenzy/HeteroClusterOverloaded-{ENV_VERSION}", "frenzy-testbed", "itp-overloaded"),
-    EnvPreset(f"frenzy/HeteroClusterSynthetic-{ENV_VERSION}", "frenzy-testbed", "synthetic"),
-    EnvPreset(f"frenzy/HeteroClusterSmall-{ENV_VERSION}", "frenzy-testbed", "synthetic-small"),
-    EnvPreset(f"frenzy/Doubling64-{ENV_VERSION}", "doubling-64", "synthetic"),
-    EnvPreset(f"frenzy/PAI2020-{ENV_VERSION}", "pai-2020", "synthetic"),
-    EnvPreset(f"frenzy/Large1024-{ENV_VERSION}", "large-1024", "synthetic"),
-)
-
-
-#: The world of env v4 as keywords of the current env (its workloads also take ``sizing="v4"``): every preset
-#: is registered under its v4 id with them too, so results of v4 can be reproduced (``gym.make
-#: ("frenzy/HeteroCluster-v4")``); the learned agents shipped now are trained in the current version.
-V4_WORLD: dict[str, Any] = {"efficiency": "flat", "memory_truth": "estimate", "layouts": "predictor"}
-
-
-def register_envs() -> None:
-    """Register every :data:`ENV_PRESETS` id with Gymnasium, and its env-v4 id (:data:`V4_WORLD`; idempotent)."""
-    for preset in ENV_PRESETS:
-        v4_id = preset.env_id[: -len(ENV_VERSION)] + "v4"
-        for env_id, extra in ((preset.env_id, {}), (v4_id, V4_WORLD)):
-            if env_id in gym.registry or (extra and env_id == preset.env_id):
-                continue
-            workload = preset.workload
-            if extra:  # the preset's generator as a name binds it (to the cluster), under v4's sizing rule
-                gen = make_generator(preset.workload, sizing="v4")
-                workload = _bind_generator(
-                    gen, ClusterSpec.preset(preset.cluster), by_name=True, efficiency=V4_WORLD["efficiency"]
-                )
-            gym.register(
-                id=env_id,
-                entry_point="frenzy_env.env:FrenzyEnv",
-                kwargs={"cluster": preset.cluster, "workload": workload, **preset.kwargs, **extra},
-                disable_env_checker=True,
-            )
-
-
-__all__ = ["FrenzyEnv", "ENV_PRESETS", "V4_WORLD", "register_envs", "QUEUED", "RUNNING"]
+__all__ = ["FrenzyEnv", "QUEUED", "RUNNING"]

@@ -3,7 +3,7 @@
 For each configuration it plays masked-random episodes (with some illegal actions mixed in) and one episode
 of every registered scripted baseline and of the shipped learned agent (``ppo``, the action-level MaskablePPO
 model), and hashes every observation, mask, reward, flag, info entry and per-job record (decision latencies
-excluded). (The knob agent, a research model now in research/knob, is not hashed: nothing here imports
+excluded). (The knob agent, a research model in research/knob, is not hashed: nothing here imports
 research.) Run it before and after a change and compare::
 
     python scripts/trajectory_hash.py --out before.json

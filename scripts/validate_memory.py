@@ -1,7 +1,7 @@
 """Predicted vs measured peak GPU memory, both MARP methods side by side, and the calibration's validation.
 
 1. Published measurements: every row of a calibration-format CSV (default: the shipped
-   ``frenzy_env/data/memory_cases.csv``, 20 cases from 4 independent sources; the shared
+   ``frenzy_env/data/memory_cases.csv``, 27 cases from 6 independent sources; the shared
    ``memory/calibration.csv`` and older files of its narrower format work too). For each case it prints
    the measured MiB, the "frenzy" and "extended" predictions, the signed relative error
    ``(pred - meas) / meas`` and the accuracy ``1 - |pred - meas| / meas``, and whether the case was used to fit
@@ -9,8 +9,8 @@
    Each case is predicted as the KIND of number its source measured (``kind`` column: allocated, reserved
    or device total; see :data:`frenzy_env.world.memory.estimator.KINDS`).
 1b. Leave-one-source-out validation (``--loso``, on by default when the CSV has two or more sources): for
-   each source, the constants are fitted on all other sources
-   (:func:`frenzy_env.world.memory.calibration.fit_constants`)
+   each source, the constants are fitted on the other sources' cases of validated frameworks
+   (:func:`frenzy_env.world.memory.calibration.fit_constants`; the DeepSpeed cases are predicted, never fitted on)
    and the held-out source is predicted; printed per case, per source and per framework feature (framework,
    kind, ZeRO stage, recomputation, attention kernel, tensor parallelism), signed (+ over, - under), for
    two procedures: fragmentation and framework constant both fitted, and fragmentation alone with the

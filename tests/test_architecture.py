@@ -1,5 +1,6 @@
-"""The import architecture (docs/architecture.md), checked on the source: no import cycle among the product's
-modules, a simulator without Gymnasium, and an environment package that does not depend on its policies.
+"""The architecture (docs/architecture.md), checked on the source: every module listed on the page, imports
+along its layers, no import cycle among the product's modules, a simulator without Gymnasium, and an
+environment package that does not depend on its policies.
 
 The graph is built with ``ast`` from every ``.py`` file of ``frenzy_env``, ``baselines`` and ``agents``: every
 ``import`` and ``from ... import`` anywhere in a file counts (inside functions and ``if TYPE_CHECKING:``
@@ -15,9 +16,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("frenzy_env", "baselines", "agents")
-# frenzy_env's modules that run policies by name, so may import baselines and agents (never the other way): the
-# CLI, the benchmark and the papers' reproduction (its report reads the reproduction's result types)
+# frenzy_env's packages that run policies by name, so may import baselines and agents (never the other way): the
+# CLI, the benchmark and the papers' reproduction
 POLICY_LOADERS = ("frenzy_env.cli", "frenzy_env.benchmark", "frenzy_env.reproduce")
+ARCHITECTURE_PAGE = ROOT / "docs" / "architecture.md"
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
@@ -142,6 +144,74 @@ def _reachable(edges: dict[str, set[str]], start: str) -> set[str]:
 
 def _under(name: str, prefixes: tuple[str, ...]) -> bool:
     return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def _page_modules() -> set[str]:
+    """The module files the page's tables name (their first column), as repository paths."""
+    found = set()
+    for line in ARCHITECTURE_PAGE.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else []
+        if cells and cells[0].startswith("`") and cells[0].endswith(".py`"):
+            found.add(cells[0].strip("`"))
+    return found
+
+
+def _page_layers() -> list[list[str]]:
+    """The diagram under "## Import direction": one list of module or package names per layer, lowest first."""
+    text = ARCHITECTURE_PAGE.read_text(encoding="utf-8")
+    block = text.split("## Import direction", 1)[1].split("```", 2)[1]
+    layers = []
+    for line in block.strip().splitlines():
+        names = [n.strip() for n in line.replace("->", "").split(",") if n.strip()]
+        layers.append([n if n.split(".")[0] in PACKAGES else f"frenzy_env.{n}" for n in names])
+    return layers
+
+
+def _layer_of(module: str, layers: list[list[str]]) -> int | None:
+    """The line of the most specific name that places ``module`` (the package ``frenzy_env`` itself, which
+    imports the env to register its ids, sits on the env's line); None when no name does."""
+    if module == "frenzy_env":
+        module = "frenzy_env.env"
+    best: tuple[int, int] | None = None
+    for i, names in enumerate(layers):
+        for name in names:
+            if _under(module, (name,)) and (best is None or len(name) > best[1]):
+                best = (i, len(name))
+    return None if best is None else best[0]
+
+
+def test_the_page_lists_every_module():
+    on_disk = {str(path.relative_to(ROOT)) for pkg in PACKAGES for path in (ROOT / pkg).rglob("*.py")}
+    listed = _page_modules()
+    assert not on_disk - listed, f"modules missing from docs/architecture.md's tables: {sorted(on_disk - listed)}"
+    assert not listed - on_disk, f"docs/architecture.md lists modules that do not exist: {sorted(listed - on_disk)}"
+
+
+def test_imports_follow_the_pages_layers():
+    """Every module is placed by the diagram, and no import goes from a line to a later one."""
+    edges, _ = _graph()
+    layers = _page_layers()
+    assert len(layers) >= 5 and all(layers)
+    # a package whose __init__ imports nothing (a docstring) needs no place
+    unplaced = sorted(m for m in edges if _layer_of(m, layers) is None and edges[m])
+    assert not unplaced, f"modules the diagram of docs/architecture.md does not place: {unplaced}"
+    upwards = sorted(
+        (m, dep)
+        for m in edges
+        for dep in edges[m]
+        if (lm := _layer_of(m, layers)) is not None and (ld := _layer_of(dep, layers)) is not None and ld > lm
+    )
+    assert not upwards, f"imports from a layer to a later one (docs/architecture.md): {upwards}"
+
+
+def test_a_misplaced_import_is_caught():
+    """The layer check can fail: the simulator importing the env would be upwards."""
+    layers = _page_layers()
+    assert _layer_of("frenzy_env.env", layers) > _layer_of("frenzy_env.simulator.core", layers)
+    assert _layer_of("frenzy_env.world.memory.planning", layers) > _layer_of("frenzy_env.world.memory.estimator",
+                                                                            layers)
+    assert _layer_of("agents.ppo.training", layers) > _layer_of("baselines.sia", layers)
+    assert _layer_of("frenzy_env", layers) == _layer_of("frenzy_env.env", layers)
 
 
 def test_the_graph_sees_every_kind_of_import():

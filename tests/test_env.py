@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 import frenzy_env  # noqa: F401  (registers the ids)
-from frenzy_env.env import ENV_PRESETS, FrenzyEnv
+from frenzy_env.env import FrenzyEnv
 from frenzy_env.errors import ConfigError
+from frenzy_env.registration import ENV_PRESETS
 
 SMALL = {"cluster": "frenzy-testbed", "workload": "synthetic-small"}
 
@@ -223,7 +224,7 @@ def test_sync_vector_env_with_masked_random_sampling_runs_through_episode_ends()
 
 
 def test_v4_ids_keep_the_v4_world_and_the_current_ids_are_v5():
-    from frenzy_env.env import ENV_PRESETS, V4_WORLD
+    from frenzy_env.registration import ENV_PRESETS, V4_WORLD
     from frenzy_env.versions import ENV_VERSION
 
     assert ENV_VERSION == "v5" and all(p.env_id.endswith("-v5") for p in ENV_PRESETS)
@@ -242,7 +243,7 @@ def test_v4_ids_keep_the_v4_world_and_the_current_ids_are_v5():
 
 
 def test_an_env_binds_its_generators_efficiency_to_its_own():
-    from frenzy_env.env import V4_WORLD
+    from frenzy_env.registration import V4_WORLD
     from frenzy_env.workload import SyntheticGenerator, make_generator
 
     by_hand = FrenzyEnv(workload=make_generator("itp-default", sizing="v4"), **V4_WORLD)

@@ -235,9 +235,9 @@ class TrainConfig:
     (``validation_jobs`` jobs, load ``validation_load``, seeds 500, 501, ...) and ``validation_windows``
     fixed windows of each of ``validation_traces``, each played ``validation_samples`` times with sampled
     actions (seeded; 0: once, greedily); ``best_model.zip`` has the lowest mean ratio of average JCT to the
-    reference's. Test (never used in training or validation; recorded
-    here for ``research/scripts/evaluate_ppo.py``): ``test_windows`` fixed windows of each of ``test_traces`` and
-    ``test_seeds`` synthetic seeds from 1000.
+    reference's. Test (never used in training or validation; recorded with the run's configuration, and
+    :func:`agents.ppo.workloads.test_workloads` builds them): ``test_windows`` fixed windows of each of
+    ``test_traces`` and ``test_seeds`` synthetic seeds from 1000.
 
     Budgets (every training and validation episode ends, whatever the policy does: docs/environment.md, "Reward
     and episode end"): max_steps_per_job (200; None: none): a training episode is truncated after this many
@@ -352,7 +352,7 @@ class TrainConfig:
             raise ConfigError(f"a ppo training config needs agent 'ppo', this one records agent {agent!r}")
         for key in ("obs_version", "env_version", "split"):
             data.pop(key, None)
-        for key in ("checkpoint_freq",):  # counted in steps by the older trainer; now checkpoint_minutes
+        for key in ("checkpoint_freq",):  # older configurations' checkpoint interval in steps (checkpoint_minutes here)
             data.pop(key, None)
         ppo_data = {k: v for k, v in data.pop("ppo", {}).items() if k not in LEGACY_PPO_KEYS}
         ppo = PPOConfig(**ppo_data)

@@ -4,7 +4,7 @@ A guided :class:`~agents.ppo.network.SlotPlanPolicy` is given, at every decision
 would take next (its *hint*) and adds a learnt bonus to that action's logit and to its type's
 (:meth:`~agents.ppo.network.SlotPlanPolicy.guided`). It starts by carrying the plan out, nearly as the
 planner would, and PPO learns where deviating pays; imitation loses most of a joint plan's worth (a clone of
-``sia_srpt`` is 1.14 x Sia, its teacher 0.87: research/results/ppo/training.md), a guide keeps it. The planner is
+``sia_srpt`` is 1.14 x Sia, its teacher 0.87), a guide keeps it. The planner is
 :class:`~baselines.sia.SiaTeacher`: Sia's integer program re-solved at every decision instant with
 the objective the guide's name selects. It reads only what every policy may read (``env.view``).
 """

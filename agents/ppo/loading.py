@@ -19,7 +19,7 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 
-from agents.model_record import KNOB_MOVED, agent_of, read_record
+from agents.model_record import KNOB_REFUSED, agent_of, read_record
 from agents.ppo.distribution import greedy_actions
 from agents.ppo.guide import guide_hints, make_guide
 from agents.ppo.rollout import OBS_KEYS, policy_outputs, sample_actions
@@ -61,7 +61,7 @@ class PPOPolicy:
     :meth:`reset` from ``seed`` and the bound env's episode seed, so an episode is reproducible and two
     policies with different ``seed`` give independent samples. Why not the greedy action: the trained
     policy's argmax loops (it resizes a job back and forth: thousands of restarts and 37% worse average JCT
-    than its own samples on the validation workloads, research/results/ppo/training.md). ``sample=False``:
+    than its own samples on the validation workloads). ``sample=False``:
     stable-baselines3's ``predict`` with ``deterministic`` as given. A model with a flat ``Box``
     observation space (trained behind gymnasium's ``FlattenObservation``) is given the env's ``Dict``
     observations flattened (``gymnasium.spaces.flatten`` with the bound env's space, as the wrapper does);
@@ -198,8 +198,8 @@ def load_policy(
     env: Any = None, path: str | os.PathLike | None = None, sample: bool = True, seed: int = 0
 ) -> Any:
     """Load a trained action-level MaskablePPO model, the ``ppo`` agent (default: the shipped
-    :data:`DEFAULT_MODEL_PATH`), for ``env``. A knob model (a research model now, ``research.knob``) is refused
-    with an error that says where it went and how to load it (:data:`agents.model_record.KNOB_MOVED`).
+    :data:`DEFAULT_MODEL_PATH`), for ``env``. A knob model, a research model, is refused with an error that
+    says so (:data:`agents.model_record.KNOB_REFUSED`).
 
     Security: the file is unpickled (stable-baselines3 stores objects with cloudpickle), which can run
     arbitrary code: load only files you trust. ``path`` must be an existing regular file (a directory, a
@@ -214,7 +214,7 @@ def load_policy(
     p = check_model_path(DEFAULT_MODEL_PATH if path is None else path)
     th.set_num_threads(1)  # one observation per call: extra threads only add synchronisation
     if agent_of(p) == "knob":
-        raise ConfigError(f"model {str(p)!r} is a knob model, not an action-level ppo model: {KNOB_MOVED}")
+        raise ConfigError(f"model {str(p)!r} is a knob model, not an action-level ppo model: {KNOB_REFUSED}")
     model = read_model(p)
     if env is not None:
         base = env.unwrapped

@@ -46,7 +46,7 @@ class ReferenceCache(wrappers.CurveCache):
     """Reference curves per workload seed (:class:`frenzy_env.wrappers.CurveCache`), computed on first use on a
     private env (``make_env()``); at most ``max_cached`` curves are kept (the oldest go first). ``policy``: a
     baseline's name (played by :func:`run_reference`), or a function ``play(env, seed) -> ReferenceCurve`` for a
-    reference that is not a registered baseline (the plan of the research knob agent, ``research.knob``)."""
+    reference that is not a registered baseline (a planner re-solved at every decision instant, say)."""
 
     def __init__(self, make_env: Any, policy: Any, max_cached: int | None = None) -> None:
         from baselines import POLICIES

@@ -55,8 +55,8 @@ from agents.ppo.warmstart import (
     teacher_tensors,
 )
 from agents.ppo.workloads import make_env, training_generator, validation_workloads
-from frenzy_env.env import ENV_VERSION
 from frenzy_env.observation import OBS_VERSION
+from frenzy_env.versions import ENV_VERSION
 
 #: parameters (name prefixes) that only the critic uses: what a critic warm-up trains
 CRITIC_ONLY = ("features_extractor.critic_context.", "mlp_extractor.value.", "value_net.")
@@ -388,33 +388,77 @@ def train(
     """Train as configured (or continue the run in ``resume``: its ``config.json`` and ``checkpoint.pt``);
     returns the output folder. ``stop_after_updates`` ends the call after that many updates of this call,
     leaving a checkpoint as a killed run would (tests use it)."""
+    cfg, out = _open_run(cfg, resume)
+    th.set_num_threads(cfg.threads)
+    th.manual_seed(cfg.seed)
+    run = _Run(cfg, out)
+    if resume is not None:
+        run.restore()
+    else:
+        run.start()
+    run.validator = Validator(cfg)
+    run.first_validation()
+    if run.loop(stop_after_updates):
+        run.finish()
+    return out
+
+
+def _open_run(cfg: TrainConfig | None, resume: str | os.PathLike | None) -> tuple[TrainConfig, Path]:
+    """The configuration and the output folder: with ``resume``, the run's (its ``config.json``; a
+    ``checkpoint.pt`` must be there too); else ``cfg`` and its ``out_dir``, created, with ``config.json``."""
     if resume is not None:
         out = Path(resume)
         if not (out / "checkpoint.pt").is_file() or not (out / "config.json").is_file():
             raise FileNotFoundError(f"--resume {str(out)!r}: no checkpoint.pt and config.json there")
-        cfg = TrainConfig.from_dict(json.loads((out / "config.json").read_text()))
-    else:
-        out = Path(cfg.out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "config.json").write_text(json.dumps(_record(cfg), indent=2) + "\n")
-    th.set_num_threads(cfg.threads)
-    th.manual_seed(cfg.seed)
-    p = cfg.ppo
-    gen = training_generator(cfg)
-    log = print if cfg.verbose else (lambda *_: None)
-    model = _container(cfg, make_env(cfg, gen))
-    policy, opt = model.policy, model.policy.optimizer
-    cache = ReferenceCache(lambda: make_env(cfg, gen), p.reference) if p.reference else None
-    shaper = RewardShaper(cache, p.reward_gain, cfg.n_envs)
-    horizon_s = None if p.horizon_h is None else p.horizon_h * 3600.0
-    t_start = time.time()
-    info: dict[str, Any] = {}
-    demos = None  # the teacher's demonstrations while ppo.bc_coef pulls towards them
-    if resume is not None:
+        return TrainConfig.from_dict(json.loads((out / "config.json").read_text())), out
+    out = Path(cfg.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(_record(cfg), indent=2) + "\n")
+    return cfg, out
+
+
+class _Run:
+    """One call of :func:`train`: the model and its optimizer, the reward shaper, the rollout, the counters and
+    the validation curve, and the steps that move them (start or restore, validate, checkpoint, update,
+    finish)."""
+
+    # set by start() or restore()
+    rollout: VecRollout
+    upd_gen: th.Generator  # the minibatch draws of the updates
+    steps: int  # decisions trained on
+    updates: int
+    rows: list[dict[str, float]]  # the learning curve: one row per validation
+    best: float  # the best validation score without cut episodes (best_model.zip's)
+    wall_before: float  # wall seconds of the calls before this one (resume)
+    # set by train() once the run has started
+    validator: Validator
+
+    def __init__(self, cfg: TrainConfig, out: Path) -> None:
+        p = cfg.ppo
+        self.cfg, self.out = cfg, out
+        self.gen = gen = training_generator(cfg)
+        self.log = print if cfg.verbose else (lambda *_: None)
+        self.model = _container(cfg, make_env(cfg, gen))
+        self.policy, self.opt = self.model.policy, self.model.policy.optimizer
+        self.cache = ReferenceCache(lambda: make_env(cfg, gen), p.reference) if p.reference else None
+        self.shaper = RewardShaper(self.cache, p.reward_gain, cfg.n_envs)
+        self.horizon_s = None if p.horizon_h is None else p.horizon_h * 3600.0
+        self.t_start = time.time()
+        self.info: dict[str, Any] = {}
+        self.demos = None  # the teacher's demonstrations while ppo.bc_coef pulls towards them
+        self.validation_pending = False  # restored from a run killed during a validation: it runs first
+
+    def restore(self) -> None:
+        """Continue from ``checkpoint.pt``: the network, the optimizer (in the run's parameter groups), the RNGs,
+        the envs mid-episode, the shaper, the counters and the curve; the teacher's demonstrations while they
+        still pull; ``updates.jsonl`` cut back to the checkpoint's updates (the later ones are redone)."""
+        cfg, p, out = self.cfg, self.cfg.ppo, self.out
         state = th.load(out / "checkpoint.pt", weights_only=False)
-        policy.load_state_dict(state["policy"])
-        opt = _new_parameter_groups(policy, opt, state["info"].get("init_new_parameters", []), p.new_lr_scale)
-        opt.load_state_dict(state["optimizer"])
+        self.policy.load_state_dict(state["policy"])
+        self.opt = _new_parameter_groups(
+            self.policy, self.opt, state["info"].get("init_new_parameters", []), p.new_lr_scale
+        )
+        self.opt.load_state_dict(state["optimizer"])
         th.set_rng_state(state["torch_rng"])
         seed_rng = np.random.default_rng()
         seed_rng.bit_generator.state = state["seed_rng"]
@@ -422,136 +466,194 @@ def train(
         guides = None
         if isinstance(envs, tuple):  # (envs, guides) of a guided run, pickled together (guides hold their envs)
             envs, guides = envs
-        rollout = VecRollout(envs, shaper, seed_rng, cfg.train_workloads, horizon_s, start=False, guides=guides,
-                             steps_per_job=cfg.max_steps_per_job)
+        rollout = self.rollout = VecRollout(
+            envs, self.shaper, seed_rng, cfg.train_workloads, self.horizon_s, start=False, guides=guides,
+            steps_per_job=cfg.max_steps_per_job,
+        )
         rollout.episodes = state["episodes"]
         rollout.restore(state["obs"], state["time"])
         for i, e in enumerate(envs):  # the reference curves are deterministic: recompute the ones in use
-            if cache is not None:
-                shaper.curve[i] = cache.get(e.unwrapped.episode_seed)
-        shaper.t, shaper.scale = list(state["shaper"]["t"]), list(state["shaper"]["scale"])
-        steps, updates, rows, best = state["steps"], state["updates"], state["curve"], state["best"]
-        wall_before, info = state["wall_s"], state["info"]
-        upd_gen = th.Generator()
-        upd_gen.set_state(state["update_rng"])
-        if p.bc_coef > 0 and steps < p.bc_decay:
-            demos = teacher_tensors(load_demos(out / DEMOS_FILE))
+            if self.cache is not None:
+                self.shaper.curve[i] = self.cache.get(e.unwrapped.episode_seed)
+        self.shaper.t, self.shaper.scale = list(state["shaper"]["t"]), list(state["shaper"]["scale"])
+        self.steps, self.updates, self.rows, self.best = state["steps"], state["updates"], state["curve"], state["best"]
+        self.wall_before, self.info = state["wall_s"], state["info"]
+        self.upd_gen = th.Generator()
+        self.upd_gen.set_state(state["update_rng"])
+        if p.bc_coef > 0 and self.steps < p.bc_decay:
+            self.demos = teacher_tensors(load_demos(out / DEMOS_FILE))
         log_path = out / "updates.jsonl"  # drop the lines of updates after the checkpoint (they are redone)
         if log_path.is_file():
-            kept = log_path.read_text().splitlines()[:updates]
+            kept = log_path.read_text().splitlines()[: self.updates]
             log_path.write_text("".join(x + "\n" for x in kept))
-    else:
+        self.validation_pending = bool(state.get("validation_pending"))
+
+    def start(self) -> None:
+        """A new run: the warm start, then ``n_envs`` fresh envs (with their plan guides) and the counters at
+        zero."""
+        cfg, p = self.cfg, self.cfg.ppo
+        self.warm_start()
+        envs = [make_env(cfg, self.gen, max_sim_hours=cfg.max_sim_hours) for _ in range(cfg.n_envs)]
+        guides = [make_guide(p.guide, e) for e in envs] if p.guide is not None else None
+        self.rollout = VecRollout(envs, self.shaper, np.random.default_rng(cfg.seed), cfg.train_workloads,
+                                  self.horizon_s, guides=guides, steps_per_job=cfg.max_steps_per_job)
+        self.steps, self.updates, self.rows, self.best, self.wall_before = 0, 0, [], float("inf"), 0.0
+        self.upd_gen = th.Generator().manual_seed(cfg.seed)
+
+    def warm_start(self) -> None:
+        """The teacher's demonstrations (to clone, and kept in ``teacher_demos.npz`` while ``ppo.bc_coef`` pulls
+        towards them), then the initial weights: ``cfg.init_model``'s (its new parameters in their own group,
+        its optimizer state when asked for), else behaviour cloning (``bc_model.zip``) when configured."""
+        cfg, p, policy, info = self.cfg, self.cfg.ppo, self.policy, self.info
         clone = cfg.init_model is None and p.bc_episodes > 0
         if clone or p.bc_coef > 0:
-            data = collect_teacher(cfg, gen)
+            data = collect_teacher(cfg, self.gen)
             info["teacher"] = p.bc_teacher
             info["teacher_avg_jct_hours"] = data["teacher_avg_jct_hours"]
             info["teacher_resize_share"] = data["teacher_resize_share"]
-            info["teacher_seconds"] = time.time() - t_start
-            log(f"teacher {p.bc_teacher}: {len(data['actions'])} decisions, average JCT "
-                f"{data['teacher_avg_jct_hours']:.3f} h, resize share {data['teacher_resize_share']:.3f}")
+            info["teacher_seconds"] = time.time() - self.t_start
+            self.log(f"teacher {p.bc_teacher}: {len(data['actions'])} decisions, average JCT "
+                     f"{data['teacher_avg_jct_hours']:.3f} h, resize share {data['teacher_resize_share']:.3f}")
             if p.bc_coef > 0:
-                save_demos(data, out / DEMOS_FILE)
-                demos = teacher_tensors(data)
+                save_demos(data, self.out / DEMOS_FILE)
+                self.demos = teacher_tensors(data)
         if cfg.init_model is not None:
             info["init_model_obs_version"], new = _load_weights(policy, cfg.init_model)
             info["init_model"] = str(cfg.init_model)
             if new:
                 info["init_new_parameters"] = new
-                opt = _new_parameter_groups(policy, opt, new, p.new_lr_scale)
-            info["init_optimizer"] = cfg.init_optimizer and _load_optimizer(policy, opt, cfg.init_model)
+                self.opt = _new_parameter_groups(policy, self.opt, new, p.new_lr_scale)
+            info["init_optimizer"] = cfg.init_optimizer and _load_optimizer(policy, self.opt, cfg.init_model)
         elif clone:
-            info.update(behaviour_clone(policy, cfg, data, log=log))
-            info["bc_seconds"] = time.time() - t_start
-            model.save(out / "bc_model.zip")
-            opt = policy.optimizer = policy.optimizer_class(policy.parameters(), lr=p.learning_rate)
-        envs = [make_env(cfg, gen, max_sim_hours=cfg.max_sim_hours) for _ in range(cfg.n_envs)]
-        guides = [make_guide(p.guide, e) for e in envs] if p.guide is not None else None
-        rollout = VecRollout(envs, shaper, np.random.default_rng(cfg.seed), cfg.train_workloads, horizon_s,
-                             guides=guides, steps_per_job=cfg.max_steps_per_job)
-        steps, updates, rows, best, wall_before = 0, 0, [], float("inf"), 0.0
-        upd_gen = th.Generator().manual_seed(cfg.seed)
-    validator = Validator(cfg)
+            info.update(behaviour_clone(policy, cfg, data, log=self.log))
+            info["bc_seconds"] = time.time() - self.t_start
+            self.model.save(self.out / "bc_model.zip")
+            self.opt = policy.optimizer = policy.optimizer_class(policy.parameters(), lr=p.learning_rate)
 
-    def validate() -> None:
-        nonlocal best
-        jct = validator.run(policy)
+    def first_validation(self) -> None:
+        """Before the first update: the validation a resumed run was killed in, or (a run without a curve yet)
+        the checkpoint and validation of the initial policy."""
+        if self.validation_pending:
+            self.validate()  # the validation the run was killed in
+            self.checkpoint()
+        elif not self.rows:
+            self.checkpoint_and_validate()
+
+    def validate(self) -> None:
+        """A validation pass: a row of the learning curve (``learning_curve.csv`` / ``.png``), and
+        ``best_model.zip`` when it is the best pass without cut episodes (or the first pass at all)."""
+        out = self.out
+        jct = self.validator.run(self.policy)
         row = {
-            "decisions": steps, "updates": updates, "wall_s": wall_before + time.time() - t_start,
-            "val_avg_jct_h": float(jct.mean()), "ref_avg_jct_h": float(validator.ref_jct.mean()),
-            "val_over_ref": float(np.mean(jct / validator.ref_jct)),
-            "val_truncated": int(validator.truncated.sum()),
+            "decisions": self.steps, "updates": self.updates,
+            "wall_s": self.wall_before + time.time() - self.t_start,
+            "val_avg_jct_h": float(jct.mean()), "ref_avg_jct_h": float(self.validator.ref_jct.mean()),
+            "val_over_ref": float(np.mean(jct / self.validator.ref_jct)),
+            "val_truncated": int(self.validator.truncated.sum()),
         }
-        rows.append(row)
-        _write_curve(out, rows, validator.reference, cfg.validation_samples > 0)
+        self.rows.append(row)
+        _write_curve(out, self.rows, self.validator.reference, self.cfg.validation_samples > 0)
         cut = f", {row['val_truncated']} episodes cut (scored by a lower bound)" if row["val_truncated"] else ""
-        log(f"validation at {steps} decisions: avg JCT {row['val_avg_jct_h']:.3f} h (reference "
-            f"{row['ref_avg_jct_h']:.3f} h), mean ratio to the reference {row['val_over_ref']:.3f}{cut}")
-        if not row["val_truncated"] and row["val_over_ref"] < best:
-            best = row["val_over_ref"]
-            model.save(out / "best_model.zip")
+        self.log(f"validation at {self.steps} decisions: avg JCT {row['val_avg_jct_h']:.3f} h (reference "
+                 f"{row['ref_avg_jct_h']:.3f} h), mean ratio to the reference {row['val_over_ref']:.3f}{cut}")
+        if not row["val_truncated"] and row["val_over_ref"] < self.best:
+            self.best = row["val_over_ref"]
+            self.model.save(out / "best_model.zip")
         elif row["val_truncated"] and not (out / "best_model.zip").is_file():
-            model.save(out / "best_model.zip")  # a first best model, until a pass without cut episodes
+            self.model.save(out / "best_model.zip")  # a first best model, until a pass without cut episodes
 
-    def checkpoint(validation_pending: bool = False) -> None:
+    def checkpoint(self, validation_pending: bool = False) -> None:
         """``model.zip`` and ``checkpoint.pt``; ``validation_pending``: a validation of this state follows (a
         resume runs it first, so a run killed during a validation loses nothing)."""
+        rollout = self.rollout
         state = {
-            "policy": policy.state_dict(), "optimizer": opt.state_dict(), "torch_rng": th.get_rng_state(),
-            "update_rng": upd_gen.get_state(), "seed_rng": rollout.rng.bit_generator.state,
+            "policy": self.policy.state_dict(), "optimizer": self.opt.state_dict(), "torch_rng": th.get_rng_state(),
+            "update_rng": self.upd_gen.get_state(), "seed_rng": rollout.rng.bit_generator.state,
             "envs": pickle.dumps(rollout.envs if rollout.guides is None else (rollout.envs, rollout.guides)),
             "obs": rollout.obs, "time": rollout.time,
-            "shaper": shaper.state(), "episodes": rollout.episodes, "steps": steps, "updates": updates,
-            "curve": rows, "best": best, "wall_s": wall_before + time.time() - t_start, "info": info,
+            "shaper": self.shaper.state(), "episodes": rollout.episodes, "steps": self.steps,
+            "updates": self.updates, "curve": self.rows, "best": self.best,
+            "wall_s": self.wall_before + time.time() - self.t_start, "info": self.info,
             "validation_pending": validation_pending,
         }
-        model.save(out / "model.zip")
-        _atomic_save(state, out / "checkpoint.pt")
+        self.model.save(self.out / "model.zip")
+        _atomic_save(state, self.out / "checkpoint.pt")
 
-    def checkpoint_and_validate() -> None:
+    def checkpoint_and_validate(self) -> None:
         """The checkpoint first (a validation that hangs or is killed loses no training), then the validation,
         then the checkpoint again with the validation's row and best score."""
-        checkpoint(validation_pending=True)
-        validate()
-        checkpoint()
+        self.checkpoint(validation_pending=True)
+        self.validate()
+        self.checkpoint()
 
-    if resume is not None and state.get("validation_pending"):
-        validate()  # the validation the run was killed in
-        checkpoint()
-    elif not rows:
-        checkpoint_and_validate()
-    from frenzy_env.progress import progress_bar
+    def loop(self, stop_after_updates: int | None) -> bool:
+        """Updates until ``cfg.timesteps`` decisions or ``cfg.max_minutes``, each logged to ``updates.jsonl``,
+        with a checkpoint and validation every ``cfg.eval_freq`` decisions and at the end, and a checkpoint
+        every ``cfg.checkpoint_minutes``. False when ``stop_after_updates`` updates of this call ended it first
+        (after a checkpoint, as a killed run leaves it)."""
+        from frenzy_env.progress import progress_bar
 
-    bar = progress_bar(cfg.timesteps, show=cfg.progress, unit="decision", desc="train")
-    bar.update(steps)
-    last_ckpt, done_here = time.time(), 0
-    next_eval = (steps // cfg.eval_freq + 1) * cfg.eval_freq
-    lr0, frac = p.learning_rate, p.lr_final_fraction
-    while steps < cfg.timesteps:
+        cfg = self.cfg
+        bar = progress_bar(cfg.timesteps, show=cfg.progress, unit="decision", desc="train")
+        bar.update(self.steps)
+        last_ckpt, done_here = time.time(), 0
+        next_eval = (self.steps // cfg.eval_freq + 1) * cfg.eval_freq
+        while self.steps < cfg.timesteps:
+            line = self.update()
+            done_here += 1
+            with open(self.out / "updates.jsonl", "a") as fh:
+                fh.write(json.dumps(line) + "\n")
+            self.log(json.dumps(line))
+            bar.update(cfg.rollout_size)
+            elapsed_min = (self.wall_before + time.time() - self.t_start) / 60
+            if cfg.max_minutes is not None and elapsed_min >= cfg.max_minutes and self.steps < cfg.timesteps:
+                self.info["stopped_by_max_minutes"] = True
+                self.log(f"wall-clock limit of {cfg.max_minutes} min reached at {self.steps} decisions")
+                self.checkpoint_and_validate()
+                break
+            if self.steps >= next_eval or self.steps >= cfg.timesteps:
+                self.checkpoint_and_validate()
+                next_eval = (self.steps // cfg.eval_freq + 1) * cfg.eval_freq
+                last_ckpt = time.time()
+            elif time.time() - last_ckpt >= cfg.checkpoint_minutes * 60:
+                self.checkpoint()
+                last_ckpt = time.time()
+            if stop_after_updates is not None and done_here >= stop_after_updates and self.steps < cfg.timesteps:
+                self.checkpoint()
+                bar.close()
+                return False
+        bar.close()
+        return True
+
+    def update(self) -> dict[str, Any]:
+        """One rollout and one PPO update at the scheduled learning rate and teacher pull; returns the update's
+        line of ``updates.jsonl``."""
+        cfg, p, rollout = self.cfg, self.cfg.ppo, self.rollout
         t0 = time.time()
-        for g in opt.param_groups:
-            g["lr"] = lr0 * g.get("lr_scale", 1.0) * (frac + (1 - frac) * (1 - steps / cfg.timesteps))
+        lr0, frac = p.learning_rate, p.lr_final_fraction
+        for g in self.opt.param_groups:
+            g["lr"] = lr0 * g.get("lr_scale", 1.0) * (frac + (1 - frac) * (1 - self.steps / cfg.timesteps))
         n_before = len(rollout.episodes)
-        buf = rollout.collect(policy, p.n_steps)
+        buf = rollout.collect(self.policy, p.n_steps)
         t1 = time.time()
         lam = p.gae_lambda if p.same_instant_lambda is None else np.where(
             buf["elapsed"] > 0, p.gae_lambda, p.same_instant_lambda
         )
         adv, ret = gae(buf["rewards"], buf["values"], buf["discounts"], buf["dones"], buf["last_values"], lam)
-        teacher_coef = p.bc_coef * max(0.0, 1.0 - steps / p.bc_decay)
+        teacher_coef = p.bc_coef * max(0.0, 1.0 - self.steps / p.bc_decay)
         if teacher_coef == 0.0:
-            demos = None  # the pull is over: free the demonstrations
-        stats = ppo_update(policy, opt, buf, adv, ret, cfg, upd_gen, actor=updates >= p.critic_warmup_updates,
-                           demos=demos, teacher_coef=teacher_coef)
-        steps += cfg.rollout_size
-        updates += 1
-        done_here += 1
+            self.demos = None  # the pull is over: free the demonstrations
+        stats = ppo_update(self.policy, self.opt, buf, adv, ret, cfg, self.upd_gen,
+                           actor=self.updates >= p.critic_warmup_updates, demos=self.demos,
+                           teacher_coef=teacher_coef)
+        self.steps += cfg.rollout_size
+        self.updates += 1
         eps = rollout.episodes[n_before:]
         acts = buf["actions"]
         first_start = rollout.envs[0].unwrapped.first_start
         first_resize = rollout.envs[0].unwrapped.first_resize
-        line = {
-            "update": updates, "decisions": steps, "rollout_s": t1 - t0, "update_s": time.time() - t1,
+        return {
+            "update": self.updates, "decisions": self.steps, "rollout_s": t1 - t0, "update_s": time.time() - t1,
             "decisions_per_s": cfg.rollout_size / (time.time() - t0),
             "episodes": len(eps), "train_avg_jct_h": float(np.mean([e["avg_jct_h"] for e in eps])) if eps else None,
             "train_truncated": sum(int(e.get("truncated", 0)) for e in eps),
@@ -559,45 +661,29 @@ def train(
             "share_start": float(np.mean((acts >= first_start) & (acts < first_resize))),
             "share_resize": float(np.mean(acts >= first_resize)),
             "mean_return_per_episode": float(buf["rewards"].sum() / max(len(eps), 1)),
-            "reference_runs": cache.runs if cache is not None else 0,
+            "reference_runs": self.cache.runs if self.cache is not None else 0,
             "teacher_coef": teacher_coef,
             "off_plan": float(np.mean(acts != buf["hints"])) if buf.get("hints") is not None else None,
             **stats,
         }
-        with open(out / "updates.jsonl", "a") as fh:
-            fh.write(json.dumps(line) + "\n")
-        log(json.dumps(line))
-        bar.update(cfg.rollout_size)
-        elapsed_min = (wall_before + time.time() - t_start) / 60
-        if cfg.max_minutes is not None and elapsed_min >= cfg.max_minutes and steps < cfg.timesteps:
-            info["stopped_by_max_minutes"] = True
-            log(f"wall-clock limit of {cfg.max_minutes} min reached at {steps} decisions")
-            checkpoint_and_validate()
-            break
-        if steps >= next_eval or steps >= cfg.timesteps:
-            checkpoint_and_validate()
-            next_eval = (steps // cfg.eval_freq + 1) * cfg.eval_freq
-            last_ckpt = time.time()
-        elif time.time() - last_ckpt >= cfg.checkpoint_minutes * 60:
-            checkpoint()
-            last_ckpt = time.time()
-        if stop_after_updates is not None and done_here >= stop_after_updates and steps < cfg.timesteps:
-            checkpoint()
-            bar.close()
-            return out
-    bar.close()
-    wall = wall_before + time.time() - t_start
-    model.save(out / "model.zip")
-    # the best validation pass, among those without cut episodes when there are any (what best_model.zip holds)
-    chosen = min([r for r in rows if not r.get("val_truncated")] or rows, key=lambda r: r["val_over_ref"])
-    (out / "train_log.json").write_text(
-        json.dumps(
-            {"wall_seconds": wall, "timesteps": steps, "updates": updates, "decisions_per_second": steps / wall,
-             "torch_threads": th.get_num_threads(), "best_val_over_ref": chosen["val_over_ref"],
-             "best_val_avg_jct_h": chosen["val_avg_jct_h"], "best_val_truncated": chosen.get("val_truncated", 0),
-             "reference_val_avg_jct_h": float(validator.ref_jct.mean()), **info},
-            indent=2,
+
+    def finish(self) -> None:
+        """``model.zip`` (the final weights) and ``train_log.json``: wall time, decisions, updates, the best
+        validation pass (among those without cut episodes when there are any: what ``best_model.zip`` holds),
+        the reference's score and the warm start's notes."""
+        wall = self.wall_before + time.time() - self.t_start
+        self.model.save(self.out / "model.zip")
+        rows = self.rows
+        # the best validation pass, among those without cut episodes when there are any (what best_model.zip holds)
+        chosen = min([r for r in rows if not r.get("val_truncated")] or rows, key=lambda r: r["val_over_ref"])
+        (self.out / "train_log.json").write_text(
+            json.dumps(
+                {"wall_seconds": wall, "timesteps": self.steps, "updates": self.updates,
+                 "decisions_per_second": self.steps / wall, "torch_threads": th.get_num_threads(),
+                 "best_val_over_ref": chosen["val_over_ref"], "best_val_avg_jct_h": chosen["val_avg_jct_h"],
+                 "best_val_truncated": chosen.get("val_truncated", 0),
+                 "reference_val_avg_jct_h": float(self.validator.ref_jct.mean()), **self.info},
+                indent=2,
+            )
+            + "\n"
         )
-        + "\n"
-    )
-    return out

@@ -26,8 +26,7 @@ Sections (:data:`SECTIONS`; ``frenzy benchmark --sections``, default all):
     end-to-end PPO training throughput, printed as ``ppo training: N decisions/s``: the shipped configuration
     of :class:`agents.ppo.TrainConfig` (16 in-process envs, reference runs, rollouts and 2-epoch updates;
     warm start and validation left out) for a few updates (agents.ppo is imported only by this section), and
-    the same guided by ``sia_srpt``'s planner (``ppo training guided by sia_srpt``). (The knob agent's
-    training is no longer measured: it is a research model now, ``research/knob``.)
+    the same guided by ``sia_srpt``'s planner (``ppo training guided by sia_srpt``).
 ``sia``
     wall time of each Sia round (``SiaPolicy.plan_round``), median and p99, over one episode of ``sia`` and
     ``sia[requested]`` on frenzy-testbed (96 GPUs, the first ``sia_jobs`` jobs of the ITP week) and of ``sia`` on

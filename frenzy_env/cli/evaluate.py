@@ -125,7 +125,7 @@ def add_parser(sub: Any) -> None:
         "--greedy", action="store_true",
         help="PPO models take their most likely action; by default they "
         "sample from their distribution as in training, seeded per episode (the greedy action of the shipped "
-        "action-level agent loops: research/results/ppo/training.md)",
+        "action-level agent loops, resizing a job back and forth)",
     )
     p.add_argument(
         "--rllib-checkpoint", type=Path, default=None, metavar="PATH",
@@ -163,7 +163,7 @@ def _workload_factory(args: argparse.Namespace, cluster: Any = None) -> tuple[li
     trace's record for the manifest (name, format, path, SHA-256, size)."""
     import dataclasses
 
-    from frenzy_env.env import _bind_generator
+    from frenzy_env.env import bind_generator
     from frenzy_env.errors import ConfigError
     from frenzy_env.workload import TraceGenerator, make_generator
 
@@ -179,7 +179,7 @@ def _workload_factory(args: argparse.Namespace, cluster: Any = None) -> tuple[li
             fmt = datasets.trace_format(args.trace) if args.trace in datasets.CATALOGUE else "canonical"
         gen = TraceGenerator(str(path), format=fmt, max_jobs=args.max_jobs)
         if args.load is not None:  # sized for the cluster, arrivals scaled to the offered load asked for
-            gen = dataclasses.replace(_bind_generator(gen, cluster, by_name=True), load=args.load)
+            gen = dataclasses.replace(bind_generator(gen, cluster, by_name=True), load=args.load)
         gen.generate(0)  # validate the file now, before any episode runs
         names = [args.trace if args.trace in datasets.CATALOGUE else path.name]
         from frenzy_env.cli.manifest import file_record
@@ -203,7 +203,7 @@ def _workload_factory(args: argparse.Namespace, cluster: Any = None) -> tuple[li
             overrides["load"] = args.load
         gens[name] = make_generator(name, **overrides)
         if cluster is not None:  # as FrenzyEnv does for a preset given by name
-            gens[name] = _bind_generator(gens[name], cluster, by_name=True)
+            gens[name] = bind_generator(gens[name], cluster, by_name=True)
     return names, lambda name: gens[name], None
 
 
@@ -259,8 +259,6 @@ def _evaluate_on_ray(
 
 def run(args: argparse.Namespace) -> int:
     """``frenzy evaluate``: check the arguments, run every episode, print (and with ``--out`` write) the tables."""
-    import pandas as pd
-
     from frenzy_env.cli import policies as policy_specs
     from frenzy_env.env import FrenzyEnv
     from frenzy_env.evaluation.episodes import interval_note, summarise, summary_markdown
@@ -274,18 +272,11 @@ def run(args: argparse.Namespace) -> int:
         from frenzy_env.cli.suite import run_suite
 
         return run_suite(args, args.policies or default_policies())
-    for flag in ("reference", "results_md"):
-        if getattr(args, flag) is not None:
-            raise FrenzyError(f"--{flag.replace('_', '-')} applies to --suite only")
-    for flag, default in (("cluster", "frenzy-testbed"), ("workload", ["itp-default"]), ("seeds", 3),
-                          ("seed_start", 0)):
-        if getattr(args, flag) is None:
-            setattr(args, flag, default)
+    _check_without_suite(args)
     cluster = ClusterSpec.preset(args.cluster)
     specs = policy_specs.resolve(
         args.policies or default_policies(), args.model, args.rllib_checkpoint, greedy=args.greedy
     )
-    names = [spec.name for spec in specs]
     workloads, factory, trace = _workload_factory(args, cluster)
 
     def make_env(workload: str, **overrides: Any) -> FrenzyEnv:
@@ -303,6 +294,56 @@ def run(args: argparse.Namespace) -> int:
             getattr(args, "command_line", None), specs, workloads, trace, seeds, first_env,
             backend=args.backend, max_jobs=args.max_jobs, **({"load": args.load} if args.load is not None else {}),
         ))
+    jobs, episodes, failures, schedules = _play_all(args, make_env, specs, workloads, seeds, out)
+    if failures and episodes.empty:
+        _report_failures(failures)
+        return 1
+    if args.bounds:
+        episodes = _with_bounds(args, make_env, workloads, seeds, episodes, out)
+    summary = summarise(episodes)
+    md = summary_markdown(summary)
+    note = interval_note(summary)
+    if note is not None:
+        print(f"frenzy: warning: {note}", file=sys.stderr)
+    if out is not None:
+        _write_summary(out, jobs, episodes, summary, md, schedules, cluster)
+    if args.json:
+        print(json.dumps(json.loads(summary.to_json(orient="records")), indent=2))
+    else:
+        load = f", offered load {args.load:g}" if args.load is not None else ""
+        print(f"cluster {cluster.name} ({cluster.num_gpus} GPUs), {args.seeds} seed(s){load}")
+        print(md)
+        if out is not None:
+            print(f"wrote {out}: jobs.csv, episodes.csv, {'bounds.csv, ' * args.bounds}summary.csv, summary.md, "
+                  "manifest.json, the plots and a schedule picture per policy (PNG)")
+    if failures:
+        _report_failures(failures)
+        return 1
+    return 0
+
+
+def _check_without_suite(args: argparse.Namespace) -> None:
+    """Without ``--suite``: its own flags are an error, and the workloads, seeds and cluster left out take
+    their defaults."""
+    for flag in ("reference", "results_md"):
+        if getattr(args, flag) is not None:
+            raise FrenzyError(f"--{flag.replace('_', '-')} applies to --suite only")
+    for flag, default in (("cluster", "frenzy-testbed"), ("workload", ["itp-default"]), ("seeds", 3),
+                          ("seed_start", 0)):
+        if getattr(args, flag) is None:
+            setattr(args, flag, default)
+
+
+def _play_all(
+    args: argparse.Namespace, make_env: Any, specs: list, workloads: list[str], seeds: range, out: Path | None,
+) -> tuple[Any, Any, list, dict]:
+    """Every policy on every workload and seed, on the backend asked for; returns the jobs and episodes tables,
+    the episodes that failed on Ray, and the schedule of each (workload, policy) on the first seed: (seed,
+    attempts, first submission). With ``out``, the tables are rewritten after every episode."""
+    import pandas as pd
+
+    from frenzy_env.cli import policies as policy_specs
+
     saved = 0  # episodes finished (and, with --out, written)
 
     def save(jobs: pd.DataFrame, episodes: pd.DataFrame) -> None:
@@ -326,45 +367,38 @@ def run(args: argparse.Namespace) -> int:
             args, make_env, policies, workloads, seeds, save, modules, keep_schedule
         )
     else:
+        names = [spec.name for spec in specs]
         jobs, episodes = _evaluate_locally(
             args, make_env, policies, workloads, seeds, save, names, lambda: saved, keep_schedule
         )
-    if failures and episodes.empty:
-        _report_failures(failures)
-        return 1
-    if args.bounds:
-        from frenzy_env.evaluation.episodes import add_jct_bounds, jct_bounds
+    return jobs, episodes, failures, schedules
 
-        bounds = jct_bounds(make_env, workloads, seeds, progress=not args.no_progress)
-        episodes = add_jct_bounds(episodes, bounds)
-        if out is not None:
-            bounds.to_csv(out / "bounds.csv", index=False)
-            episodes.to_csv(out / "episodes.csv", index=False)
-    summary = summarise(episodes)
-    md = summary_markdown(summary)
-    note = interval_note(summary)
-    if note is not None:
-        print(f"frenzy: warning: {note}", file=sys.stderr)
+
+def _with_bounds(
+    args: argparse.Namespace, make_env: Any, workloads: list[str], seeds: range, episodes: Any, out: Path | None,
+) -> Any:
+    """``episodes`` with the JCT lower bounds of their workloads; with ``out``, ``bounds.csv`` written and
+    ``episodes.csv`` rewritten."""
+    from frenzy_env.evaluation.episodes import add_jct_bounds, jct_bounds
+
+    bounds = jct_bounds(make_env, workloads, seeds, progress=not args.no_progress)
+    episodes = add_jct_bounds(episodes, bounds)
     if out is not None:
-        summary.to_csv(out / "summary.csv", index=False)
-        (out / "summary.md").write_text(md)
-        from frenzy_env.evaluation.plots import plot_results, plot_schedules
+        bounds.to_csv(out / "bounds.csv", index=False)
+        episodes.to_csv(out / "episodes.csv", index=False)
+    return episodes
 
-        plot_results(jobs, episodes, summary, out)
-        plot_schedules(schedules, cluster, out)
-    if args.json:
-        print(json.dumps(json.loads(summary.to_json(orient="records")), indent=2))
-    else:
-        load = f", offered load {args.load:g}" if args.load is not None else ""
-        print(f"cluster {cluster.name} ({cluster.num_gpus} GPUs), {args.seeds} seed(s){load}")
-        print(md)
-        if out is not None:
-            print(f"wrote {out}: jobs.csv, episodes.csv, {'bounds.csv, ' * args.bounds}summary.csv, summary.md, "
-                  "manifest.json, the plots and a schedule picture per policy (PNG)")
-    if failures:
-        _report_failures(failures)
-        return 1
-    return 0
+
+def _write_summary(
+    out: Path, jobs: Any, episodes: Any, summary: Any, md: str, schedules: dict, cluster: Any
+) -> None:
+    """``summary.csv``, ``summary.md``, the plots of the results and a schedule picture per policy in ``out``."""
+    from frenzy_env.evaluation.plots import plot_results, plot_schedules
+
+    summary.to_csv(out / "summary.csv", index=False)
+    (out / "summary.md").write_text(md)
+    plot_results(jobs, episodes, summary, out)
+    plot_schedules(schedules, cluster, out)
 
 
 def _report_failures(failures: list) -> None:

@@ -22,8 +22,8 @@ from frenzy_env.errors import ConfigError, FrenzyError
 #: names of --policies that are not scripted baselines: the learned agent ppo (agents.model_record; its shipped model,
 #: or --model PATH) and an RLlib checkpoint
 MODEL_POLICIES = ("ppo", "rllib")
-#: names of agents that left the product: --policies NAME (or a model recording it) is refused with where it went
-RETIRED_POLICIES = ("knob",)
+#: names of research agents the product does not play: --policies NAME (or a model recording it) is refused, saying so
+RESERVED_POLICIES = ("knob",)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _PREDICT = "predict(observation, state=None, episode_start=None, deterministic=True, action_masks=None)"
@@ -60,22 +60,22 @@ def resolve(
     ``models``: the ``--model`` values; a plain path (at most one) is the model of the ``ppo`` policy, a named
     one a policy of that name playing it. A ``MODULE:ATTR`` name is labelled ``ATTR``, or ``MODULE:ATTR`` where
     ``ATTR`` is also another policy's name. Raises :class:`~frenzy_env.errors.FrenzyError` for unknown names,
-    clashing model names and misplaced flags, and for ``knob`` (a retired agent, :data:`RETIRED_POLICIES`) or a
-    model file that records it, with where it went (:data:`agents.model_record.KNOB_MOVED`); no model is loaded yet
+    clashing model names and misplaced flags, and for ``knob`` (a research agent, :data:`RESERVED_POLICIES`) or a
+    model file that records it, saying so (:data:`agents.model_record.KNOB_REFUSED`); no model is loaded yet
     (see :func:`check`). The learned agent samples its actions as in training (:class:`agents.ppo.PPOPolicy`),
     or takes the most likely one with ``greedy``.
     """
-    from agents.model_record import KNOB_MOVED, agent_of
+    from agents.model_record import KNOB_REFUSED, agent_of
     from baselines import POLICIES
 
     for name in names:
-        if name in RETIRED_POLICIES and name not in POLICIES:
-            raise FrenzyError(f"--policies {name}: {KNOB_MOVED}")
+        if name in RESERVED_POLICIES and name not in POLICIES:
+            raise FrenzyError(f"--policies {name}: {KNOB_REFUSED}")
     plain: dict[str, Path] = {}
     for name, path in models:
         agent = agent_of(path)
-        if agent in RETIRED_POLICIES:
-            raise FrenzyError(f"--model {path if name is None else f'{name}={path}'}: a knob model; {KNOB_MOVED}")
+        if agent in RESERVED_POLICIES:
+            raise FrenzyError(f"--model {path if name is None else f'{name}={path}'}: a knob model; {KNOB_REFUSED}")
         if name is None:
             if agent in plain:
                 raise FrenzyError(
@@ -91,9 +91,9 @@ def resolve(
     for name, path in models:
         if name is None:
             continue
-        if name in POLICIES or name in MODEL_POLICIES or name in RETIRED_POLICIES or name in named:
-            taken = ("given twice" if name in named else "reserved (the knob agent's, a research model now)"
-                     if name in RETIRED_POLICIES else "a built-in policy")
+        if name in POLICIES or name in MODEL_POLICIES or name in RESERVED_POLICIES or name in named:
+            taken = ("given twice" if name in named else "reserved (the knob agent's, a research model)"
+                     if name in RESERVED_POLICIES else "a built-in policy")
             raise FrenzyError(f"--model {name}={path}: the name {name!r} is {taken}; choose another NAME")
         named[name] = path
     if rllib_checkpoint is not None and "rllib" not in names:

@@ -46,20 +46,10 @@ def seed_groups(items: list[Any]) -> list[tuple[list[str], list[int]]]:
 def run_suite(args: argparse.Namespace, policy_names: list[str]) -> int:
     """Run ``args.suite`` (see the module) with the policies ``policy_names`` (``--policies`` or the defaults);
     returns the exit code."""
-    import pandas as pd
-
-    from frenzy_env import __version__
     from frenzy_env.cli import policies as policy_specs
     from frenzy_env.env import FrenzyEnv
-    from frenzy_env.evaluation.episodes import FEW_SEEDS, add_jct_bounds, jct_bounds
-    from frenzy_env.evaluation.results import (
-        pooled_latencies,
-        results_section,
-        suite_markdown,
-        suite_table,
-        update_results_page,
-    )
-    from frenzy_env.versions import ENV_VERSION
+    from frenzy_env.evaluation.episodes import FEW_SEEDS
+    from frenzy_env.evaluation.results import pooled_latencies, suite_markdown, suite_table
     from frenzy_env.workload.suites import get_suite, suite_workloads
     from frenzy_env.world.cluster import ClusterSpec
 
@@ -86,14 +76,59 @@ def run_suite(args: argparse.Namespace, policy_names: list[str]) -> int:
     groups = seed_groups(items)
     out = output_folder(args.out)
     if out is not None:
-        from frenzy_env.cli.manifest import build_manifest, write_manifest
-        from frenzy_env.workload.suites import SUITES
+        _write_suite_manifest(args, out, suite, specs, list(generators), first_env, reference)
+    episodes, latencies, failures = _run_groups(args, make_env, specs, groups, out)
+    if episodes.empty:
+        _report_failures(failures)
+        return 1
+    if args.bounds:  # once per workload, whatever the number of policies
+        episodes = _with_bounds(args, make_env, groups, episodes, out)
+    table = suite_table(episodes, reference, pooled_latencies(latencies))
+    md = suite_markdown(table, reference, suite.describe())
+    if len(items) < FEW_SEEDS:
+        print(f"frenzy: warning: n={len(items)}: intervals over fewer than {FEW_SEEDS} workloads are missing or "
+              "unreliable", file=sys.stderr)
+    written = _write_suite_files(args, out, suite, table, md)
+    if args.json:
+        print(json.dumps({"suite": suite.name, "reference": reference,
+                          "policies": json.loads(table.to_json(orient="records"))}, indent=2))
+    else:
+        print(f"suite {suite.name}: {suite.size} workloads on {cluster.name} ({cluster.num_gpus} GPUs)")
+        print(md)
+        for line in written:
+            print(f"wrote {line}")
+    if failures:
+        _report_failures(failures)
+        return 1
+    return 0
 
-        write_manifest(out, build_manifest(
-            getattr(args, "command_line", None), specs, list(generators), None, suite.seeds, first_env,
-            backend=args.backend, suite=suite.name, suite_definition=repr(SUITES[suite.name]),
-            reference=reference,
-        ))
+
+def _write_suite_manifest(
+    args: argparse.Namespace, out: Path, suite: Any, specs: list, workloads: list[str], first_env: Any,
+    reference: str,
+) -> None:
+    """``manifest.json`` in ``out``, before any episode: the command, the policies, the suite and its
+    definition, the reference."""
+    from frenzy_env.cli.manifest import build_manifest, write_manifest
+    from frenzy_env.workload.suites import SUITES
+
+    write_manifest(out, build_manifest(
+        getattr(args, "command_line", None), specs, workloads, None, suite.seeds, first_env,
+        backend=args.backend, suite=suite.name, suite_definition=repr(SUITES[suite.name]),
+        reference=reference,
+    ))
+
+
+def _run_groups(
+    args: argparse.Namespace, make_env: Any, specs: list, groups: list[tuple[list[str], list[int]]],
+    out: Path | None,
+) -> tuple[Any, list[tuple[str, Any]], list]:
+    """Every group of the suite in turn (:func:`_run_group`; on Ray, started or joined here); returns the
+    episodes table, each episode's (policy, decision times in seconds) and the episodes that failed on Ray.
+    With ``out``, ``jobs.csv`` and ``episodes.csv`` are rewritten after every episode."""
+    import pandas as pd
+
+    from frenzy_env.cli import policies as policy_specs
 
     policies = {spec.name: spec.factory for spec in specs}
     done_jobs: list[pd.DataFrame] = []
@@ -128,22 +163,35 @@ def run_suite(args: argparse.Namespace, policy_names: list[str]) -> int:
     finally:
         if started:
             ray.shutdown()
-    episodes = pd.concat(done_episodes, ignore_index=True)
-    if episodes.empty:
-        _report_failures(failures)
-        return 1
-    if args.bounds:  # once per workload, whatever the number of policies
-        bounds = pd.concat([jct_bounds(make_env, w, s, progress=not args.no_progress) for w, s in groups],
-                           ignore_index=True)
-        episodes = add_jct_bounds(episodes, bounds)
-        if out is not None:
-            bounds.to_csv(out / "bounds.csv", index=False)
-            episodes.to_csv(out / "episodes.csv", index=False)
-    table = suite_table(episodes, reference, pooled_latencies(latencies))
-    md = suite_markdown(table, reference, suite.describe())
-    if len(items) < FEW_SEEDS:
-        print(f"frenzy: warning: n={len(items)}: intervals over fewer than {FEW_SEEDS} workloads are missing or "
-              "unreliable", file=sys.stderr)
+    return pd.concat(done_episodes, ignore_index=True), latencies, failures
+
+
+def _with_bounds(
+    args: argparse.Namespace, make_env: Any, groups: list[tuple[list[str], list[int]]], episodes: Any,
+    out: Path | None,
+) -> Any:
+    """``episodes`` with the JCT lower bounds of their workloads; with ``out``, ``bounds.csv`` written and
+    ``episodes.csv`` rewritten."""
+    import pandas as pd
+
+    from frenzy_env.evaluation.episodes import add_jct_bounds, jct_bounds
+
+    bounds = pd.concat([jct_bounds(make_env, w, s, progress=not args.no_progress) for w, s in groups],
+                       ignore_index=True)
+    episodes = add_jct_bounds(episodes, bounds)
+    if out is not None:
+        bounds.to_csv(out / "bounds.csv", index=False)
+        episodes.to_csv(out / "episodes.csv", index=False)
+    return episodes
+
+
+def _write_suite_files(args: argparse.Namespace, out: Path | None, suite: Any, table: Any, md: str) -> list[str]:
+    """``suite.csv`` and ``suite.md`` in ``out`` and, with ``--results-md``, the suite's section of that page;
+    returns the lines naming what was written."""
+    from frenzy_env import __version__
+    from frenzy_env.evaluation.results import results_section, update_results_page
+    from frenzy_env.versions import ENV_VERSION
+
     written = []
     if out is not None:
         table.to_csv(out / "suite.csv", index=False)
@@ -161,18 +209,7 @@ def run_suite(args: argparse.Namespace, policy_names: list[str]) -> int:
         page_path.parent.mkdir(parents=True, exist_ok=True)
         page_path.write_text(update_results_page(page, suite.name, section))
         written.append(f"{page_path} (section {suite.name})")
-    if args.json:
-        print(json.dumps({"suite": suite.name, "reference": reference,
-                          "policies": json.loads(table.to_json(orient="records"))}, indent=2))
-    else:
-        print(f"suite {suite.name}: {suite.size} workloads on {cluster.name} ({cluster.num_gpus} GPUs)")
-        print(md)
-        for line in written:
-            print(f"wrote {line}")
-    if failures:
-        _report_failures(failures)
-        return 1
-    return 0
+    return written
 
 
 def _run_group(

@@ -1,7 +1,7 @@
 """The ``frenzy train`` subcommand: train a learned scheduler. ``--agent ppo`` (the default and only agent)
 trains the action-level agent with stable-baselines3's MaskablePPO (``--backend sb3``, the default;
-agents/ppo/) or Ray RLlib's PPO (``--backend rllib``; agents/rllib.py). The knob agent is a research model now
-(research/knob; ``python research/scripts/train_knob.py`` trains it), so ``--agent knob`` is an error saying so.
+agents/ppo/) or Ray RLlib's PPO (``--backend rllib``; agents/rllib/). ``--agent knob`` (the knob agent, a
+research model, which the product does not train) is an error saying so.
 
 ::
 
@@ -53,11 +53,12 @@ AGENTS = ("ppo",)
 
 
 def _agent_name(text: str) -> str:
-    """argparse type of ``--agent``: the name as given, except ``knob``, which left the product."""
+    """argparse type of ``--agent``: the name as given, except ``knob``, a research model the product does not
+    train."""
     if text == "knob":
         raise argparse.ArgumentTypeError(
-            "the knob agent is a research model now, in research/knob: train it with "
-            "python research/scripts/train_knob.py from the repository root"
+            "the knob agent is a research model (research/knob), which the product does not train: "
+            "python research/scripts/train_knob.py trains it from the repository root"
         )
     return text
 
@@ -99,8 +100,8 @@ def add_parser(sub: Any) -> None:
     # None = the TrainConfig / PPOConfig / RLlibTrainConfig default (or the --config file's value)
     p.add_argument(
         "--agent", type=_agent_name, choices=AGENTS, default="ppo",
-        help="ppo: the action-level MaskablePPO agent (the default and only one; the knob agent is a research model "
-        "now: python research/scripts/train_knob.py)",
+        help="ppo: the action-level MaskablePPO agent (the default and only one; the knob agent is a research model: "
+        "python research/scripts/train_knob.py trains it)",
     )
     p.add_argument(
         "--backend", choices=("sb3", "rllib"), default="sb3",

@@ -37,7 +37,7 @@ admits and truly fits are left out (the simulator rejects them or they never fin
 How loose, seen from above: :func:`relaxed_schedule` plays an allocation rule (:func:`list_allocation`, or
 any callable) in the world the LP relaxes (GPU pools, one plan at a time, free re-planning at every arrival
 and completion). Its mean JCT is at least that world's optimum, which is at least the LP bound, so the ratio
-of the two caps the LP's slack as a bound on that world (``research/scripts/relaxed_gap.py``).
+of the two caps the LP's slack as a bound on that world.
 """
 
 from __future__ import annotations
@@ -449,8 +449,7 @@ class JctBound:
 
     def as_row(self) -> dict[str, float]:
         """The table columns of these bounds (``bound_jobs``, ``isolated_h``, ``fluid_h``, ``lp_h`` and the
-        largest, ``jct_bound_h``), as :func:`frenzy_env.evaluation.episodes.jct_bounds` and
-        ``research/scripts/jct_bounds.py`` write them."""
+        largest, ``jct_bound_h``), as :func:`frenzy_env.evaluation.episodes.jct_bounds` writes them."""
         return {"bound_jobs": self.jobs, "isolated_h": self.isolated_h, "fluid_h": self.fluid_h, "lp_h": self.lp_h,
                 "jct_bound_h": self.best_h}
 

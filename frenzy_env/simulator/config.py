@@ -33,13 +33,13 @@ class SimConfig:
         "extended" (our calibrated estimator) or "oracle" (the ground truth itself).
     memory_truth: the simulator's true peak memory of a job, which decides out-of-memory: "estimate" (env
         v4's) -- the "extended" estimate itself, so the "extended" predictor never fails;
-        "residual" (the default from env v5) -- the extended estimate times a per-job factor drawn,
+        "residual" (the default, env v5's) -- the extended estimate times a per-job factor drawn,
         from the episode seed and the job id, from the estimator's leave-one-source-out residuals on published
         measurements (:mod:`frenzy_env.world.memory.truth`), so "oracle" (which predicts the truth, factor
         included) never fails and "extended" sometimes does.
     memory_margin: fraction of each GPU's memory the masks keep free: a plan is predicted to fit when the
         predictor's estimate is at most ``(1 - memory_margin)`` x the GPU's memory (the oracle's "estimate"
-        is the truth). In [0, 1); 0 (the default) is the behaviour of env v4. It changes what policies may
+        is the truth). In [0, 1); 0 (the default): none. It changes what policies may
         start, never what truly fits.
     startup_time: fixed part of a start, seconds: process launch, framework import, NCCL communicator set-up.
     restart_overhead: fixed extra seconds a resize costs on top of a start (stopping the workers).
@@ -47,8 +47,8 @@ class SimConfig:
     load_bandwidth: bytes/s per node at which a starting job loads (or builds) its model states
         (``math.inf``: free).
     oom_delay: seconds after a start at which a plan that does not fit fails with out-of-memory and releases
-        its GPUs; ``None`` (the default): the cost model below. A number overrides it (the flat 30 s of
-        earlier versions: ``oom_delay=30``).
+        its GPUs; ``None`` (the default): the cost model below. A number overrides it (env v0-v1's flat 30 s:
+        ``oom_delay=30``).
     teardown_time: seconds from an out-of-memory error to the GPUs being free again (process exit, CUDA
         context and NCCL communicator destruction, the scheduler noticing the failed container).
 
@@ -96,14 +96,14 @@ class SimConfig:
     work_noise: sigma of the log-normal error for ``work_info="noisy"``.
     utilisation: fraction of peak FLOP/s that dense compute reaches (see :mod:`frenzy_env.world.throughput`).
     efficiency: how per-GPU efficiency depends on the micro-batch: "flat" (env v4's: ``utilisation``
-        at every micro-batch, gradient accumulation free) or "microbatch" (the default from env v5):
+        at every micro-batch, gradient accumulation free) or "microbatch" (the default, env v5's):
         efficiency rises with the micro-batch's tokens on a curve fitted to published measurements, equal to
         ``utilisation`` at 16384 tokens, and each extra accumulation step costs its micro-batch's time plus
         2 ms (:mod:`frenzy_env.world.efficiency`). Trace work is derived under the same option, so recorded
         durations hold at the recorded GPU count on the reference type.
     layouts: which (dp, tp, pp, micro-batch) layout a plan slot (GPU type, GPU count) runs: "predictor" (env
         v4's) -- the fastest legal layout the predictor admits, pipelines and gradient
-        accumulation included; "no_accumulation" (the default from env v5) -- the fastest layout
+        accumulation included; "no_accumulation" (the default, env v5's) -- the fastest layout
         without pipeline stages or accumulation (``pp == 1``, micro-batch = the per-replica batch
         ``ceil(batch / dp)``: Frenzy's MARP plans, per-GPU batch ``B / d``) that the predictor admits, falling
         back to the "predictor" choice on a slot where the predictor admits none. With ``predictor="frenzy"``

@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from frenzy_env.env import ENV_PRESETS, FrenzyEnv
+from frenzy_env.env import FrenzyEnv
+from frenzy_env.registration import ENV_PRESETS
 from frenzy_env.testing.checker import InvariantChecker, InvariantViolation
 from frenzy_env.workload import JobSpec, Workload
 from frenzy_env.world.cluster import GPU_TYPES, ClusterSpec, NodeSpec
@@ -166,66 +167,84 @@ def fuzz(
     ``presets`` restricts the registered presets by env id; ``custom`` adds the random small instances.
     """
     policies = dict(policies or {})
-    rng = np.random.default_rng(seed)
     drivers = ["masked-random", *policies]
     factories = env_factories(presets, custom)
-    report = FuzzReport(configs=[n for n, _ in factories], drivers=drivers)
-    envs: dict[str, Any] = {}
-    bound: dict[tuple[str, str], Any] = {}
-    warm_at = int(steps * warmup_fraction)
+    run = _FuzzRun(
+        steps=steps, rng=np.random.default_rng(seed), policies=policies, drivers=drivers, factories=factories,
+        report=FuzzReport(configs=[n for n, _ in factories], drivers=drivers), episode_steps=episode_steps,
+        warm_at=int(steps * warmup_fraction), eps_choices=eps_choices, full_every=full_every, progress=progress,
+        max_failures=max_failures, wakeup_rate=wakeup_rate, next_report=steps // 10 or steps,
+    )
+    while run.report.steps < steps:
+        run.next_episode()
+        run.note_warm_up()
+    return run.finish()
+
+
+@dataclass
+class _FuzzRun:
+    """The state of one :func:`fuzz` call: its settings, the draws, the envs and policies kept per preset, the
+    report being filled, and when every (config, driver) pair was first seen."""
+
+    steps: int
+    rng: np.random.Generator
+    policies: dict[str, Callable[[Any], Any]]
+    drivers: list[str]
+    factories: list[tuple[str, Any]]
+    report: FuzzReport
+    episode_steps: int
+    warm_at: int  # steps after which (every pair seen) the warm RSS is taken
+    eps_choices: tuple[float, ...]
+    full_every: int
+    progress: bool
+    max_failures: int
+    wakeup_rate: float
+    next_report: int  # the step count of the next progress line and RSS sample
+    envs: dict[str, Any] = field(default_factory=dict)  # preset config -> its env, made once
+    bound: dict[tuple[str, str], Any] = field(default_factory=dict)  # (preset config, driver) -> policy
+    pairs_seen: set[tuple[str, str]] = field(default_factory=set)
     seen_all_at: int | None = None
-    pairs_seen: set[tuple[str, str]] = set()
-    t0 = time.perf_counter()
-    next_report = steps // 10 or steps
-    episode = 0
+    episode: int = 0
+    t0: float = field(default_factory=time.perf_counter)
 
-    def fail(kind: str, where: str) -> None:
-        if kind == "crash":
-            report.crashes += 1
-        else:
-            report.violations += 1
-        if len(report.failures) < max_failures:
-            report.failures.append(f"{kind} in {where}:\n{traceback.format_exc(limit=8)}")
-
-    def tick() -> None:
-        nonlocal next_report
-        if not math.isnan(report.rss_warm_mb):
-            gc.collect()
-            report.rss_max_after_warmup_mb = max(report.rss_max_after_warmup_mb, resident_mb())
-        if progress:
-            print(
-                f"{report.steps:>10,} steps  {report.episodes:,} episodes  crashes {report.crashes}  "
-                f"violations {report.violations}  RSS {resident_mb():.1f} MiB  {time.perf_counter() - t0:.0f} s",
-                flush=True,
-            )
-        next_report += steps // 10 or steps
-
-    while report.steps < steps:
-        cname, factory = factories[episode % len(factories)]
-        driver = drivers[(episode // len(factories)) % len(drivers)]
-        eps = float(rng.choice(eps_choices))
-        ep_seed = int(rng.integers(2**31 - 1))
-        episode += 1
+    def next_episode(self) -> None:
+        """The next episode: its config and driver in turn, its ``eps`` and seed drawn, then played (a failure
+        to build it is recorded as a crash)."""
+        cname, factory = self.factories[self.episode % len(self.factories)]
+        driver = self.drivers[(self.episode // len(self.factories)) % len(self.drivers)]
+        eps = float(self.rng.choice(self.eps_choices))
+        ep_seed = int(self.rng.integers(2**31 - 1))
+        self.episode += 1
         where = f"{cname} driver={driver} eps={eps} seed={ep_seed}"
         try:
-            if factory is None:
-                cluster, workload, kwargs = random_config(np.random.default_rng(ep_seed), episode)
-                env = FrenzyEnv(cluster=cluster, workload=workload, **kwargs)
-                policy = None if driver == "masked-random" else policies[driver](env)
-            else:
-                if cname not in envs:
-                    envs[cname] = factory()
-                env = envs[cname]
-                policy = None
-                if driver != "masked-random":
-                    if (cname, driver) not in bound:
-                        bound[cname, driver] = policies[driver](env)
-                    policy = bound[cname, driver]
+            env, policy = self.build(cname, factory, driver, ep_seed)
         except Exception:
-            fail("crash", f"building {where}")
-            continue
-        pairs_seen.add((cname, driver))
-        checker = InvariantChecker(env, full_every=full_every)
+            self.fail("crash", f"building {where}")
+            return
+        self.pairs_seen.add((cname, driver))
+        self.play(env, policy, driver, eps, ep_seed, where)
+
+    def build(self, cname: str, factory: Any, driver: str, ep_seed: int) -> tuple[Any, Any]:
+        """The episode's env and policy (None: masked-random play): a random small instance drawn from
+        ``ep_seed``, or the preset's env and the driver's policy on it, each made once and kept."""
+        if factory is None:
+            cluster, workload, kwargs = random_config(np.random.default_rng(ep_seed), self.episode)
+            env = FrenzyEnv(cluster=cluster, workload=workload, **kwargs)
+            return env, (None if driver == "masked-random" else self.policies[driver](env))
+        if cname not in self.envs:
+            self.envs[cname] = factory()
+        env = self.envs[cname]
+        if driver == "masked-random":
+            return env, None
+        if (cname, driver) not in self.bound:
+            self.bound[cname, driver] = self.policies[driver](env)
+        return env, self.bound[cname, driver]
+
+    def play(self, env: Any, policy: Any, driver: str, eps: float, ep_seed: int, where: str) -> None:
+        """One episode under the invariant checker, until it ends, after ``episode_steps`` steps or when the
+        run's steps are spent; a violation or a crash is recorded and ends it."""
+        report = self.report
+        checker = InvariantChecker(env, full_every=self.full_every)
         report.episodes += 1
         step_in_ep = 0
         stage = "reset"
@@ -234,22 +253,12 @@ def fuzz(
             if policy is not None and hasattr(policy, "reset"):
                 policy.reset()
             checker.on_reset(obs, info)
-            n = env.action_space.n
-            while report.steps < steps and step_in_ep < episode_steps:
+            while report.steps < self.steps and step_in_ep < self.episode_steps:
                 stage = "wakeup"
-                if rng.random() < wakeup_rate:  # a timer at any delay, the past included
-                    env.unwrapped.request_wakeup(env.unwrapped.sim.now + float(rng.uniform(-100.0, 5000.0)))
+                if self.rng.random() < self.wakeup_rate:  # a timer at any delay, the past included
+                    env.unwrapped.request_wakeup(env.unwrapped.sim.now + float(self.rng.uniform(-100.0, 5000.0)))
                 stage = "policy"
-                mask = env.action_masks()
-                if rng.random() < eps:
-                    action = int(rng.integers(-3, n + 3))
-                elif policy is None:
-                    legal = np.flatnonzero(mask)
-                    action = int(rng.choice(legal)) if legal.size else 0
-                else:
-                    a, _ = policy.predict(obs, action_masks=mask, deterministic=True)
-                    action = int(np.asarray(a).reshape(-1)[0])
-                report.illegal_actions += not (0 <= action < n and mask[action])
+                action = self.choose(env, policy, obs, eps)
                 stage = "step"
                 checker.before_step(action)
                 obs, reward, terminated, truncated, info = env.step(action)
@@ -257,26 +266,73 @@ def fuzz(
                 step_in_ep += 1
                 report.steps_by_driver[driver] = report.steps_by_driver.get(driver, 0) + 1
                 checker.after_step(action, obs, reward, terminated, truncated, info)
-                if report.steps >= next_report:
-                    tick()
+                if report.steps >= self.next_report:
+                    self.tick()
                 if terminated or truncated:
                     report.episodes_finished += 1
                     break
         except InvariantViolation:
-            fail("violation", f"{where} step {step_in_ep}")
+            self.fail("violation", f"{where} step {step_in_ep}")
         except Exception:
-            fail("crash", f"{where} ({stage}) step {step_in_ep}")
-        if factory is None:
-            del env, policy
-        if seen_all_at is None and len(pairs_seen) == len(factories) * len(drivers):
-            seen_all_at = report.steps
-        if math.isnan(report.rss_warm_mb) and report.steps >= warm_at and seen_all_at is not None:
+            self.fail("crash", f"{where} ({stage}) step {step_in_ep}")
+
+    def choose(self, env: Any, policy: Any, obs: Any, eps: float) -> int:
+        """The action: with probability ``eps`` a uniformly random integer in ``[-3, n + 3)``, else the
+        policy's (masked-random: a uniformly random legal one); counts it when illegal."""
+        n = env.action_space.n
+        mask = env.action_masks()
+        if self.rng.random() < eps:
+            action = int(self.rng.integers(-3, n + 3))
+        elif policy is None:
+            legal = np.flatnonzero(mask)
+            action = int(self.rng.choice(legal)) if legal.size else 0
+        else:
+            a, _ = policy.predict(obs, action_masks=mask, deterministic=True)
+            action = int(np.asarray(a).reshape(-1)[0])
+        self.report.illegal_actions += not (0 <= action < n and mask[action])
+        return action
+
+    def fail(self, kind: str, where: str) -> None:
+        """Count a crash or a violation; keep its traceback among the first ``max_failures``."""
+        report = self.report
+        if kind == "crash":
+            report.crashes += 1
+        else:
+            report.violations += 1
+        if len(report.failures) < self.max_failures:
+            report.failures.append(f"{kind} in {where}:\n{traceback.format_exc(limit=8)}")
+
+    def tick(self) -> None:
+        """Every tenth of the run: the RSS after warm-up sampled, a progress line with ``progress``."""
+        report = self.report
+        if not math.isnan(report.rss_warm_mb):
+            gc.collect()
+            report.rss_max_after_warmup_mb = max(report.rss_max_after_warmup_mb, resident_mb())
+        if self.progress:
+            print(
+                f"{report.steps:>10,} steps  {report.episodes:,} episodes  crashes {report.crashes}  "
+                f"violations {report.violations}  RSS {resident_mb():.1f} MiB  "
+                f"{time.perf_counter() - self.t0:.0f} s",
+                flush=True,
+            )
+        self.next_report += self.steps // 10 or self.steps
+
+    def note_warm_up(self) -> None:
+        """Once every (config, driver) pair has played and ``warm_at`` steps are done: the warm RSS."""
+        report = self.report
+        if self.seen_all_at is None and len(self.pairs_seen) == len(self.factories) * len(self.drivers):
+            self.seen_all_at = report.steps
+        if math.isnan(report.rss_warm_mb) and report.steps >= self.warm_at and self.seen_all_at is not None:
             gc.collect()
             report.rss_warm_mb = report.rss_max_after_warmup_mb = resident_mb()
-    gc.collect()
-    report.rss_end_mb = resident_mb()
-    if math.isnan(report.rss_warm_mb):  # too short a run to warm up: compare with the end itself
-        report.rss_warm_mb = report.rss_max_after_warmup_mb = report.rss_end_mb
-    report.rss_max_after_warmup_mb = max(report.rss_max_after_warmup_mb, report.rss_end_mb)
-    report.seconds = time.perf_counter() - t0
-    return report
+
+    def finish(self) -> FuzzReport:
+        """The report with the RSS at the end and the run's seconds."""
+        report = self.report
+        gc.collect()
+        report.rss_end_mb = resident_mb()
+        if math.isnan(report.rss_warm_mb):  # too short a run to warm up: compare with the end itself
+            report.rss_warm_mb = report.rss_max_after_warmup_mb = report.rss_end_mb
+        report.rss_max_after_warmup_mb = max(report.rss_max_after_warmup_mb, report.rss_end_mb)
+        report.seconds = time.perf_counter() - self.t0
+        return report

@@ -29,7 +29,7 @@ on its sizing type falls back to the reference type.
 
 Assigned fields are listed in :attr:`JobSpec.assigned`; recorded ones never change with the seed.
 
-The rule above is sizing ``"v4"``, the default until env v5 (``sizing=`` of :func:`assign_configs`,
+The rule above is sizing ``"v4"``, env v4's rule (``sizing=`` of :func:`assign_configs`,
 :meth:`Workload.from_csv`, :class:`~frenzy_env.workload.generators.TraceGenerator` and
 :class:`~frenzy_env.workload.generators.SyntheticGenerator`). It counts a configuration as fitting g GPUs when
 it fits *with* gradient accumulation, so with micro-batch 1 almost any batch fits one GPU: 37% of the
@@ -38,7 +38,7 @@ MARP) gives them 16 GPUs at the median (up to 32; seeds 0-2 on frenzy-testbed).
 
 Sizing rule recorded (v5)
 -------------------------
-The default from env v5 (``sizing="recorded"``; every preset, and the aliases ``"itp-recorded"`` and
+The default, env v5's (``sizing="recorded"``; every preset, and the aliases ``"itp-recorded"`` and
 ``"synthetic-recorded"``). A job that recorded ``g`` GPUs runs at ``g`` with a per-GPU micro-batch from public training
 configurations and at most :data:`MAX_ACCUMULATION` (4) accumulation steps, and does not fit a quarter of its
 GPUs without accumulation. For a job, its sizing type ``T`` (memory ``M``, ``p`` GPUs per node; drawn as above)
@@ -104,7 +104,7 @@ ASSIGN_BATCH_SIZES: tuple[int, ...] = (8, 16, 32, 64, 128, 256, 512, 1024)
 MAX_ASSIGN_SEQ_LEN = 2048
 TP_LEVELS: tuple[int, ...] = (1, 2, 4, 8)
 
-#: Sizing rules (``sizing=``): ``"v4"`` the right-sized rule of the module docstring (the default until env v5),
+#: Sizing rules (``sizing=``): ``"v4"`` the right-sized rule of the module docstring (env v4's),
 #: ``"recorded"`` its section "Sizing rule recorded (v5)".
 SIZING_RULES: tuple[str, ...] = ("v4", "recorded")
 DEFAULT_SIZING = "recorded"

@@ -158,7 +158,7 @@ class SyntheticGenerator:
     spacings are normalised exponentials). The first job arrives at 0. (Counting every GPU as one of the reference type
     instead would make "0.7" about 1.2 on frenzy-testbed.)
 
-    ``sizing="recorded"`` (the default from env v5; ``"v4"`` is the rule above) sizes jobs like trace jobs under the
+    ``sizing="recorded"`` (the default, env v5's; ``"v4"`` is the rule above) sizes jobs like trace jobs under the
     rule of the same name (:mod:`~frenzy_env.workload.configs`): a job's GPU count is drawn from
     ``gpu_demand`` (``(count, weight)`` pairs of powers of two; default None: :data:`GPU_DEMAND_COUNTS`, the
     shipped ITP week's recorded counts), at most ``max_gpus`` and the cluster's largest GPU-type count, its sizing
@@ -168,7 +168,7 @@ class SyntheticGenerator:
     accumulation draws (:func:`~frenzy_env.workload.configs.recorded_options`). With the default model pool a
     model is eligible only if the cluster holds it on a quarter of one GPU type (:func:`cluster_holds`): on
     frenzy-testbed (32 GPUs per type) the two 70B models drop out. Four uniforms per template and job
-    (count, type, model, batch) replace the three of the v4 rule; the other draws are unchanged.
+    (count, type, model, batch) replace the three of the v4 rule; the other draws are the v4 rule's.
     """
 
     num_jobs: int = 200
@@ -382,7 +382,7 @@ class TraceGenerator:
     times (after ``load_scale``) are stretched or compressed so that the workload's offered load
     (:mod:`~frenzy_env.workload.load`) on ``cluster`` is exactly ``load`` (it depends on the seed's model
     assignment, so the factor is computed per seed and recorded in :attr:`Workload.source`). ``sizing``: the
-    rule of the assigned fields, ``"recorded"`` (the default from env v5) or ``"v4"``
+    rule of the assigned fields, ``"recorded"`` (the default, env v5's) or ``"v4"``
     (:mod:`~frenzy_env.workload.configs`). ``efficiency``: the speed model under which the offered load is
     computed (the simulator's: an env binds it to its own ``efficiency``).
     """
@@ -464,7 +464,7 @@ WORKLOAD_PRESETS: dict[str, WorkloadGenerator] = {
     ),
     "synthetic": SyntheticGenerator(num_jobs=200, load=DEFAULT_LOAD, name="synthetic"),
     "synthetic-small": SyntheticGenerator(num_jobs=30, load=DEFAULT_LOAD, name="synthetic-small"),
-    # aliases kept from env v4, when sizing rule "recorded" was opt-in: now the same as itp-default and synthetic
+    # the same workloads as itp-default and synthetic (sizing rule "recorded"), under names of their own
     "itp-recorded": TraceGenerator(
         str(data_path(ITP_EXTRACT)),
         format="itp",

@@ -23,7 +23,7 @@ on it at the per-GPU speed of its plan. Equivalently, in reference-GPU units: wi
 to the reference for this job, ``rho = sum_j D_j / (T * sum_k N_k s_jk)``: each job's GPU-seconds on its
 reference plan over the window times the cluster's capacity in reference GPUs *for that job* (types it does
 not fit count zero). On a homogeneous cluster of the reference type where every job fits it is the usual
-``sum_j g_j d_j / (T N)`` (``d_j`` the job's duration), so the old reference-GPU load is the special case.
+``sum_j g_j d_j / (T N)`` (``d_j`` the job's duration), so the reference-GPU load is the special case.
 
 ``T`` is the arrival window: ``(last submit - first submit) * n / (n - 1)`` (the mean gap times ``n``, so a
 Poisson stream of rate ``lambda`` has ``T ~ n / lambda``), or ``window_s`` when given. Jobs that fit no type

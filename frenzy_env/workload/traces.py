@@ -214,14 +214,57 @@ def _optional(df, col: str, path: str, kind: str) -> tuple | None:
 
 def read_trace(path: str | os.PathLike, *, format: str = "canonical") -> TraceTable:
     """Read and validate a whole trace file (no window, no assignment). See :meth:`Workload.from_csv`."""
-    import pandas as pd
-
     path = str(path)
     if format not in FORMATS:
         raise unknown_name("trace format", format, FORMATS)
-    data = Path(path).read_bytes()
+    text = _decode(path, Path(path).read_bytes())
+    _check_layout(path, text)
+    df = _read_columns(path, text, format)
+    rows = np.arange(1, len(df) + 1)  # (n,) 1-based data rows
+    duration = _numeric(df, "duration", path)
+    nonpos = duration <= 0
+    if nonpos.any():
+        r = int(np.flatnonzero(nonpos)[0])
+        raise _bad(
+            path, r + 1, "duration", f"must be a positive number of seconds, got {df['duration'].iloc[r]!r}"
+        )
+    gpus = _positive_int(df, _GPU_COL[format], path, upper=MAX_GPUS_PER_JOB)
+    if format == "philly":
+        return _philly_table(path, df, gpus, duration, rows)
+    tcol = _TIME_COL[format]
+    submit = _numeric(df, tcol, path)
+    back = np.flatnonzero(np.diff(submit) < 0)
+    if back.size:
+        r = int(back[0]) + 1  # 0-based index of the first row earlier than its predecessor
+        raise _bad(
+            path,
+            r + 1,
+            tcol,
+            f"times must be sorted; {submit[r]:g} is earlier than row {r}'s {submit[r - 1]:g}",
+        )
+    names = _job_ids(path, df)
+    if format == "itp":
+        return TraceTable(path, format, names, submit, gpus, duration, rows=rows)
+    return TraceTable(
+        path,
+        format,
+        names,
+        submit,
+        gpus,
+        duration,
+        model=_optional(df, "model", path, "model") or (None,) * len(df),
+        batch=_optional(df, "batch_size", path, "int") or (None,) * len(df),
+        seq=_optional(df, "seq_len", path, "int") or (None,) * len(df),
+        group=_optional(df, "group", path, "group"),
+        rows=rows,
+    )
+
+
+def _decode(path: str, data: bytes) -> str:
+    """The file's bytes as text; a byte-order mark (Excel's "CSV UTF-8") is dropped, bytes that are not UTF-8
+    raise naming their row and offset."""
     try:
-        text = data.decode("utf-8-sig")  # a byte-order mark (Excel's "CSV UTF-8") is dropped
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n")  # 0: the header
         raise _bad(
@@ -231,6 +274,10 @@ def read_trace(path: str | os.PathLike, *, format: str = "canonical") -> TraceTa
             f"not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start}"
             + (" (in the header)" if line == 0 else ""),
         ) from None
+
+
+def _check_layout(path: str, text: str) -> None:
+    """A header row, comma-separated (not ';' or tab), and a data row after it."""
     lines = text.splitlines()
     header = lines[0] if lines else ""
     second = next((ln for ln in lines[1:] if ln.strip()), "")
@@ -241,6 +288,13 @@ def read_trace(path: str | os.PathLike, *, format: str = "canonical") -> TraceTa
             raise _bad(path, None, None, f"uses {label} as the delimiter; expected comma-separated values")
     if not second.strip():
         raise _bad(path, None, None, "empty file: a header but no data rows")
+
+
+def _read_columns(path: str, text: str, format: str):
+    """The CSV as a frame of strings with stripped column names, holding every column ``format`` needs and at
+    least one row."""
+    import pandas as pd
+
     try:
         df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skipinitialspace=True)
     except pd.errors.ParserError as exc:
@@ -258,42 +312,33 @@ def read_trace(path: str | os.PathLike, *, format: str = "canonical") -> TraceTa
             )
     if len(df) == 0:
         raise _bad(path, None, None, "empty file: a header but no data rows")
-    rows = np.arange(1, len(df) + 1)  # (n,) 1-based data rows
-    duration = _numeric(df, "duration", path)
-    nonpos = duration <= 0
-    if nonpos.any():
-        r = int(np.flatnonzero(nonpos)[0])
-        raise _bad(
-            path, r + 1, "duration", f"must be a positive number of seconds, got {df['duration'].iloc[r]!r}"
-        )
-    gcol = _GPU_COL[format]
-    gpus = _positive_int(df, gcol, path, upper=MAX_GPUS_PER_JOB)
-    tcol = _TIME_COL[format]
-    if format == "philly":
-        raw = df[tcol].str.strip()
-        ts = pd.to_datetime(raw, errors="coerce", format="%Y-%m-%d %H:%M:%S")
-        if ts.isna().any():
-            ts = pd.to_datetime(raw, errors="coerce", format="mixed")
-        if ts.isna().any():
-            r = int(np.flatnonzero(ts.isna().to_numpy())[0])
-            raise _bad(path, r + 1, tcol, f"not a date-time: {df[tcol].iloc[r]!r}")
-        secs = (ts - ts.min()).dt.total_seconds().to_numpy(dtype=np.float64)
-        order = np.argsort(secs, kind="stable")
-        cl = df["cluster"].str.strip().tolist() if "cluster" in df.columns else ["philly"] * len(df)
-        names = np.array([f"{c}-{r + 1}" for r, c in enumerate(cl)], dtype=object)
-        return TraceTable(
-            path, format, names[order], secs[order], gpus[order], duration[order], rows=rows[order]
-        )
-    submit = _numeric(df, tcol, path)
-    back = np.flatnonzero(np.diff(submit) < 0)
-    if back.size:
-        r = int(back[0]) + 1  # 0-based index of the first row earlier than its predecessor
-        raise _bad(
-            path,
-            r + 1,
-            tcol,
-            f"times must be sorted; {submit[r]:g} is earlier than row {r}'s {submit[r - 1]:g}",
-        )
+    return df
+
+
+def _philly_table(path: str, df, gpus: np.ndarray, duration: np.ndarray, rows: np.ndarray) -> TraceTable:
+    """A Philly trace's table: date-time submissions as seconds after the first, jobs in submission order (a
+    stable sort), named ``CLUSTER-ROW``."""
+    import pandas as pd
+
+    tcol = _TIME_COL["philly"]
+    raw = df[tcol].str.strip()
+    ts = pd.to_datetime(raw, errors="coerce", format="%Y-%m-%d %H:%M:%S")
+    if ts.isna().any():
+        ts = pd.to_datetime(raw, errors="coerce", format="mixed")
+    if ts.isna().any():
+        r = int(np.flatnonzero(ts.isna().to_numpy())[0])
+        raise _bad(path, r + 1, tcol, f"not a date-time: {df[tcol].iloc[r]!r}")
+    secs = (ts - ts.min()).dt.total_seconds().to_numpy(dtype=np.float64)
+    order = np.argsort(secs, kind="stable")
+    cl = df["cluster"].str.strip().tolist() if "cluster" in df.columns else ["philly"] * len(df)
+    names = np.array([f"{c}-{r + 1}" for r, c in enumerate(cl)], dtype=object)
+    return TraceTable(
+        path, "philly", names[order], secs[order], gpus[order], duration[order], rows=rows[order]
+    )
+
+
+def _job_ids(path: str, df) -> np.ndarray:
+    """The ``job_id`` column, stripped: (n,) object array; a missing or repeated id raises naming its row."""
     ids = df["job_id"].str.strip()
     empty = (ids == "").to_numpy()
     if empty.any():
@@ -303,19 +348,4 @@ def read_trace(path: str | os.PathLike, *, format: str = "canonical") -> TraceTa
         r = int(np.flatnonzero(dup)[0])
         first = int(np.flatnonzero((ids == ids.iloc[r]).to_numpy())[0])
         raise _bad(path, r + 1, "job_id", f"duplicate job id {ids.iloc[r]!r} (first at row {first + 1})")
-    names = ids.to_numpy(dtype=object)
-    if format == "itp":
-        return TraceTable(path, format, names, submit, gpus, duration, rows=rows)
-    return TraceTable(
-        path,
-        format,
-        names,
-        submit,
-        gpus,
-        duration,
-        model=_optional(df, "model", path, "model") or (None,) * len(df),
-        batch=_optional(df, "batch_size", path, "int") or (None,) * len(df),
-        seq=_optional(df, "seq_len", path, "int") or (None,) * len(df),
-        group=_optional(df, "group", path, "group"),
-        rows=rows,
-    )
+    return ids.to_numpy(dtype=object)

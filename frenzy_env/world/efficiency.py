@@ -67,7 +67,7 @@ import numpy as np
 
 #: the world options of SimConfig.efficiency and the ``efficiency`` keyword of the throughput functions
 EFFICIENCY_MODES = ("flat", "microbatch")
-#: the world's efficiency from env v5 (SimConfig.efficiency, the workload generators and the offered-load
+#: the world's efficiency in env v5 (SimConfig.efficiency, the workload generators and the offered-load
 #: functions; the throughput functions themselves default to "flat", the speed model without the curve)
 DEFAULT_EFFICIENCY = "microbatch"
 #: tokens of a micro-batch at which the efficiency is half its saturated value (fitted, see the docstring)

@@ -50,7 +50,7 @@ replicas of ``tp`` tensor-parallel GPUs each, ``n = dp * tp`` GPUs of one type):
   plus ``(m - 1) x microstep_overhead_s`` (2 ms, an assumption) for the ``m`` micro-steps of an iteration, so
   gradient accumulation over small micro-batches costs time; ``t_dp`` still runs once per iteration.
 
-Calibration (``research/scripts/compare_throughput.py --fit``): the constants were fitted by
+Calibration: the constants were fitted by
 :func:`scipy.optimize.least_squares` on log speeds of the measured ElasticFlow A100 curves (pkusys/ElasticFlow
 ``throughputs_A100``: GPT-2 124M at global batch 128/256, BERT-base at 64/128, pure data parallelism on 1..64
 GPUs, 8 per node), residuals = log shape error ``speed(w)/speed(1)`` + 0.1 x log absolute error. The CSVs do

@@ -22,7 +22,7 @@ From the repository root (``research`` is a package there, not installed)::
     python research/scripts/train_knob.py --quick --out runs/knob_smoke
     python research/scripts/train_knob.py --config research/results/ppo/configs/knob2.json --out runs/knob2
 
-A product loader refuses a knob model with an error that points here (``agents.model_record.KNOB_MOVED``).
+A product loader refuses a knob model with an error that points here (``agents.model_record.KNOB_REFUSED``).
 """
 
 from research.knob.agent import (

@@ -139,6 +139,26 @@ def run_test_split(run: Path, policies: dict, save, shard: tuple[int, int] = (0,
 
 
 def main() -> None:
+    """Check the arguments, play every sample, merge them with the ``--combine`` files, write the tables and copy
+    the run's learning curve (see the module docstring)."""
+    ap = _parser()
+    args = ap.parse_args()
+    shard, model, models, names = _resolve(ap, args)
+    import pandas as pd
+
+    done = _play(args, names, model, models, shard)
+    episodes = pd.concat([*(pd.read_csv(p) for p in args.combine), *done], ignore_index=True)
+    episodes.to_csv(args.out / "episodes.csv", index=False)
+    _write_summaries(args, episodes)
+    if args.run is not None:
+        for name in ("learning_curve.csv", "learning_curve.png"):
+            if (args.run / name).is_file():
+                shutil.copy(args.run / name, args.out / name)
+                print(f"copied {args.run / name}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The command line (see the module docstring)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", type=Path, default=None, help="model file (default: the run's best, or the shipped)")
     ap.add_argument(
@@ -172,7 +192,12 @@ def main() -> None:
         help="with --test-split: only the test workloads whose index is K modulo N (run N processes, K = 0..N-1, "
         "each with its own --out: a shard rewrites its --out's episodes.csv; then --combine their episodes.csv)",
     )
-    args = ap.parse_args()
+    return ap
+
+
+def _resolve(ap: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[tuple[int, int], Path, dict, list]:
+    """Check the arguments (``ap.error`` on a bad one) and create ``--out``; returns the shard ``(k, n)``, the
+    ``ppo`` model, the labelled models by name and the policy names to play."""
     if args.test_split and args.run is None:
         ap.error("--test-split needs --run (the test split is recorded in the run's config.json)")
     shard = (0, 1)
@@ -197,6 +222,12 @@ def main() -> None:
         ap.error("--policies '' plays nothing: give --combine files to merge (the shards of a test split)")
     if args.samples < 1:
         ap.error(f"--samples must be >= 1, got {args.samples}")
+    return shard, model, models, names
+
+
+def _play(args: argparse.Namespace, names: list, model: Path, models: dict, shard: tuple[int, int]) -> list:
+    """The episodes of each sample (a table each, with its ``sample`` column): every policy in the first, the
+    models alone in the others; ``episodes.csv`` in ``--out`` is rewritten after every episode."""
     import pandas as pd
 
     done: list = []
@@ -221,8 +252,14 @@ def main() -> None:
                 on_episode=save,
             )
         done.append(part.assign(sample=sample))
-    episodes = pd.concat([*(pd.read_csv(p) for p in args.combine), *done], ignore_index=True)
-    episodes.to_csv(args.out / "episodes.csv", index=False)
+    return done
+
+
+def _write_summaries(args: argparse.Namespace, episodes: object) -> None:
+    """``summary.csv`` and ``summary.md`` (with ``--test-split`` also one row per policy over every test
+    workload) and, when ``ppo`` played, ``paired.md``, appended to the summary too; prints the summary."""
+    import pandas as pd
+
     summary = summarise(episodes)
     if args.test_split:  # one row per policy over every test workload, too
         summary = pd.concat([summary, summarise(episodes.assign(workload="all test"))], ignore_index=True)
@@ -234,12 +271,6 @@ def main() -> None:
         md += "\n" + paired
     (args.out / "summary.md").write_text(md)
     print(md)
-    if args.run is not None:
-        for name in ("learning_curve.csv", "learning_curve.png"):
-            if (args.run / name).is_file():
-                shutil.copy(args.run / name, args.out / name)
-                print(f"copied {args.run / name}")
-
 
 if __name__ == "__main__":
     main()

@@ -11,8 +11,9 @@ import argparse
 import numpy as np
 
 import baselines
-from frenzy_env.env import ENV_PRESETS, FrenzyEnv
+from frenzy_env.env import FrenzyEnv
 from frenzy_env.evaluation.episodes import run_episode
+from frenzy_env.registration import ENV_PRESETS
 from frenzy_env.workload import offered_load_detail
 
 

@@ -27,10 +27,11 @@ from agents.ppo import (
 from agents.ppo.distribution import ILLEGAL_LOGP, greedy_actions
 from agents.ppo.loading import read_model
 from agents.ppo.rollout import sample_actions
-from frenzy_env.env import ENV_VERSION, FrenzyEnv
+from frenzy_env.env import FrenzyEnv
 from frenzy_env.errors import ConfigError
 from frenzy_env.evaluation.episodes import run_episode
 from frenzy_env.observation import OBS_VERSION
+from frenzy_env.versions import ENV_VERSION
 
 th.set_num_threads(1)
 

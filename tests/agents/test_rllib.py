@@ -1,4 +1,4 @@
-"""PPO on Ray RLlib (agents/rllib.py) and ``frenzy train --backend rllib``; skipped without Ray installed."""
+"""PPO on Ray RLlib (agents/rllib/) and ``frenzy train --backend rllib``; skipped without Ray installed."""
 
 from __future__ import annotations
 
@@ -395,7 +395,7 @@ def test_action_mask_observation_has_the_stock_layout(env):
 def test_register_rllib_envs_registers_every_id_wrapped():
     from ray.tune.registry import ENV_CREATOR, _global_registry
 
-    from frenzy_env.env import ENV_PRESETS
+    from frenzy_env.registration import ENV_PRESETS
 
     ids = register_rllib_envs()
     assert {p.env_id for p in ENV_PRESETS} <= set(ids) and "frenzy/HeteroClusterSmall-v5" in ids

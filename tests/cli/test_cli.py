@@ -101,9 +101,9 @@ def test_train_refuses_rllib_flags_without_ray(tmp_path, capsys, argv):
     assert not (tmp_path / "o").exists()
 
 
-def test_train_agent_knob_is_an_argparse_error_naming_where_the_knob_went(tmp_path, capsys):
-    """The knob agent left the product: ``frenzy train --agent knob`` fails in argparse (exit 2, nothing
-    written), saying it is a research model and how to train it; ``--agent ppo`` still parses."""
+def test_train_agent_knob_is_an_argparse_error_saying_it_is_a_research_model(tmp_path, capsys):
+    """``frenzy train --agent knob`` fails in argparse (exit 2, nothing written), saying the knob agent is a
+    research model the product does not train, and how to train it; ``--agent ppo`` parses."""
     out = tmp_path / "knob"
     with pytest.raises(SystemExit) as exc:
         main(["train", "--agent", "knob", "--quick", "--out", str(out)])

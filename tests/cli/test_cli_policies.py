@@ -235,20 +235,21 @@ def _knob_record(tmp_path: Path) -> Path:
     return model
 
 
-def test_ppo_is_the_one_learned_agent_and_knob_names_where_it_went(tmp_path, capsys):
+def test_ppo_is_the_one_learned_agent_and_knob_is_refused_as_a_research_model(tmp_path, capsys):
     """``--policies ppo`` plays the shipped action-level model; ``--policies knob`` (the knob agent, a research
-    model now) is a clear error naming research/knob, before any episode, and so is a model file recorded as
-    a knob model, given as --model PATH or NAME=PATH, or loaded as ppo; the name stays reserved."""
+    model) is a clear error naming research/knob, before any episode, and so is a model file recorded as
+    a knob model, given as --model PATH or NAME=PATH, or loaded as ppo; the name is reserved."""
     from agents.model_record import AGENTS, agent_of
     from agents.ppo import PPOPolicy, load_policy
-    from frenzy_env.cli.policies import MODEL_POLICIES, RETIRED_POLICIES
+    from frenzy_env.cli.policies import MODEL_POLICIES, RESERVED_POLICIES
     from frenzy_env.env import FrenzyEnv
 
-    assert AGENTS == ("ppo",) and "knob" not in MODEL_POLICIES and "knob" in RETIRED_POLICIES
+    assert AGENTS == ("ppo",) and "knob" not in MODEL_POLICIES and "knob" in RESERVED_POLICIES
     env = FrenzyEnv(workload="synthetic-small")
     (ppo,) = resolve(["ppo"], [], None)
     assert ppo.source == str(DEFAULT_MODEL_PATH) and isinstance(ppo.factory(env), PPOPolicy)
-    with pytest.raises(FrenzyError, match=r"--policies knob: the knob agent is a research model now, in research/knob"):
+    refused = r"--policies knob: the knob agent is a research model \(research/knob\), which the product does not load"
+    with pytest.raises(FrenzyError, match=refused):
         resolve(["ppo", "knob"], [], None)
     assert main(["evaluate", "--policies", "fifo,knob", *QUICK]) == 2
     err = capsys.readouterr().err
@@ -256,7 +257,7 @@ def test_ppo_is_the_one_learned_agent_and_knob_names_where_it_went(tmp_path, cap
     knob = _knob_record(tmp_path)
     assert agent_of(knob) == "knob"
     for models in ([(None, knob)], [("mine", knob)]):
-        with pytest.raises(FrenzyError, match="a knob model; the knob agent is a research model now"):
+        with pytest.raises(FrenzyError, match="a knob model; the knob agent is a research model"):
             resolve(["ppo"], models, None)
     with pytest.raises(FrenzyError, match="the name 'knob' is reserved"):
         resolve([], [("knob", DEFAULT_MODEL_PATH)], None)

@@ -303,7 +303,7 @@ def test_asrpt_setting_is_contended_so_queue_order_matters():
     assert set(gpus) <= {2, 4, 8}
     assert waited > 0.5
     assert sjf < 0.85 * strict
-    flat = asrpt_generator("simulation", 80)  # the quick size of env v5's first release: hardly contended
+    flat = asrpt_generator("simulation", 80)  # 80 jobs at the week's recorded counts: hardly contended
     ones = dataclasses.replace(flat, base=dataclasses.replace(flat.base, gpu_demand=None))
     strict1, waited1, _ = run(ones, "fifo", backfill=False)
     fifo1, _, _ = run(ones, "fifo")

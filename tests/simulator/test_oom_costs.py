@@ -12,8 +12,8 @@ import math
 import numpy as np
 import pytest
 
-from frenzy_env.env import V4_WORLD
 from frenzy_env.errors import ConfigError
+from frenzy_env.registration import V4_WORLD
 from frenzy_env.simulator import DONE, ClusterSimulator, SimConfig
 from frenzy_env.simulator.config import start_up_costs
 from frenzy_env.workload import JobSpec, Workload

@@ -1,4 +1,4 @@
-"""Sizing rule "recorded" (opt-in now, env v5's default): jobs sized like the jobs that were recorded.
+"""Sizing rule "recorded" (env v5's default): jobs sized like the jobs that were recorded.
 
 The rule is the ``Sizing rule recorded (v5)`` section of :mod:`frenzy_env.workload.configs`. The hand-worked
 instances use that the extended estimator is linear in the micro-batch for a fixed layout without pipeline

@@ -33,9 +33,9 @@ def _run(argv, capsys):
 # ------------------------------------------------------------------------------------------------ registry
 def test_suites_are_named_by_the_env_version_and_unknown_names_list_the_known_ones():
     assert set(SUITES) == {f"{ENV_VERSION}-{kind}" for kind in ("quick", "validation", "test", "train")}
-    import frenzy_env.env
+    import frenzy_env.registration
 
-    assert frenzy_env.env.ENV_VERSION == ENV_VERSION
+    assert frenzy_env.registration.ENV_VERSION == ENV_VERSION
     bumped = Suite("quick", "validation", "x", synthetic=SyntheticPart((500,)), version="v99")
     assert bumped.name == "v99-quick"
     with pytest.raises(UnknownNameError) as info:

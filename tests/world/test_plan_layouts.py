@@ -1,5 +1,5 @@
 """Plans with pipeline stages and gradient accumulation: hand-computed bubble and iteration
-time, memory monotonicity, 70B plans on A100-80GB, and the old (dp, tp) plans kept where neither is needed."""
+time, memory monotonicity, 70B plans on A100-80GB, and the (dp, tp) plans kept where neither is needed."""
 
 from __future__ import annotations
 
@@ -71,11 +71,11 @@ def test_70b_at_4k_tokens_needs_flash_or_selective():
     assert plan_resources("llama-2-70b", attention="flash", **kw)[0].pp > 1
 
 
-def test_llama_13b_plans_and_old_plans_keep_their_layout():
+def test_llama_13b_plans_and_dp_tp_plans_keep_their_layout():
     assert plan_resources("llama-13b", batch_size=512, seq_len=4096, gpu_types=["A100-80GB"])
     for model, b, s in [("gpt2", 32, 1024), ("gpt2-medium", 64, 1024), ("llama-7b", 8, 2048)]:
-        old = plan_resources(model, batch_size=b, seq_len=s, max_pp=1, accumulate=False)
-        new = {(p.gpu_type, p.dp, p.tp, p.pp): p for p in plan_resources(model, batch_size=b, seq_len=s)}
-        for p in old:  # every plan that fitted still does, with the whole per-replica batch
-            q = new[(p.gpu_type, p.dp, p.tp, 1)]
+        flat = plan_resources(model, batch_size=b, seq_len=s, max_pp=1, accumulate=False)
+        full = {(p.gpu_type, p.dp, p.tp, p.pp): p for p in plan_resources(model, batch_size=b, seq_len=s)}
+        for p in flat:  # every (dp, tp) plan that fits is in the full search, with the whole per-replica batch
+            q = full[(p.gpu_type, p.dp, p.tp, 1)]
             assert q.accumulation == 1 and q.predicted_bytes_per_gpu == p.predicted_bytes_per_gpu

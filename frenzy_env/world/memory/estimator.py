@@ -81,15 +81,14 @@ GiB = 1024**3
 METHODS = ("frenzy", "extended")
 DEFAULT_METHOD = "extended"
 
-# Fitted on calibration cases A1 and A2 of shared/data/memory/calibration.csv (HuggingFace Trainer,
-# bert-large-uncased, fp32, batch 4 and batch 1 x 4 accumulation, nvidia-smi) by solving the two equations
-# measured - context - states = (1 + FRAGMENTATION) * dynamic + FRAMEWORK_BYTES; checked on the other seven
-# cases (A3-A5 and the four llm.c cases C1-C4), none of which was used to fit: signed errors A3 +0.7 %,
-# A4 +6.6 %, A5 +2.3 %, C1 +8.2 %, C2 +8.8 %, C3 +0.8 %, C4 +1.3 % (never under). Reproduce with
-# ``python scripts/validate_memory.py --fit``. Kept as shipped (they set the simulator's out-of-memory truth):
-# on the 20 published cases of frenzy_env/data/memory_cases.csv (4 sources) they are within -2.7 % .. +6.8 %
-# of every case, and a fit on all 20 cases (frenzy_env.world.memory.calibration.fit_constants) would give 0.157 and
-# 82.6 MiB; leave-one-source-out validation of that fit: docs/world.md.
+# Fitted on cases A1 and A2 of frenzy_env/data/memory_cases.csv (HuggingFace Trainer, bert-large-uncased, fp32,
+# batch 4 and batch 1 x 4 accumulation, nvidia-smi) by solving the two equations
+# measured - context - states = (1 + FRAGMENTATION) * dynamic + FRAMEWORK_BYTES (reproduce with
+# ``python scripts/validate_memory.py --fit``). Kept as shipped (they set the simulator's out-of-memory truth):
+# on the 22 published cases of the validated frameworks in that file (4 sources: HF docs, llm.c, Megatron-LM CI,
+# torchtitan) they are within -2.7 % .. +6.9 % of every case (the llm.c cases C1-C4 -2.7 % .. -0.8 %), and a fit
+# on those 22 cases (frenzy_env.world.memory.calibration.fit_constants) would give 0.157 and 75.4 MiB; the
+# leave-one-source-out validation of that fit, and the 5 DeepSpeed cases (up to 29 % under): docs/world.md.
 FRAGMENTATION = 0.2081
 FRAMEWORK_BYTES = 134.8 * MiB
 # CUDA context + PyTorch kernels, nvidia-smi, V100 (HuggingFace docs "model_memory_anatomy"): a measured

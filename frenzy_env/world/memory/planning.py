@@ -34,7 +34,7 @@ from frenzy_env.world.models import ModelSpec, get_model
 
 RANKINGS = ("min_gpus", "max_mem_util", "min_est_time", "min_gpu_hours", "min_gpus_fastest")
 #: The fewest GPUs (MARP's "required number"), then the shortest predicted iteration (HAS's "training
-#: efficiency"); ``"min_gpus"`` (the smallest GPU that holds the job) was the default until env v5.
+#: efficiency"); ``"min_gpus"`` (the smallest GPU that holds the job) is the ranking of env v4's Frenzy.
 DEFAULT_RANKING = "min_gpus_fastest"
 #: The rankings that need predicted iteration times.
 TIMED_RANKINGS = ("min_est_time", "min_gpu_hours", "min_gpus_fastest")
@@ -338,7 +338,7 @@ def plan_resources(
 
     Rankings (the paper never defines one; later keys break ties, the GPU name last):
 
-    - ``"min_gpus"`` (the default until env v5; a "tightest fit"): fewest GPUs, then the
+    - ``"min_gpus"`` (env v4's Frenzy ranking; a "tightest fit"): fewest GPUs, then the
       smallest GPU memory that fits (equal memory: the cheaper GPU per hour), then the smaller ``tp``;
     - ``"max_mem_util"``: highest predicted memory utilisation, then fewest GPUs, then smaller ``tp``;
     - ``"min_est_time"``: shortest predicted iteration time, then fewest GPUs, then smaller memory;

@@ -8,11 +8,11 @@ makes the simulated truth differ from the estimate by exactly such errors.
 
 The residual table (:data:`RESIDUALS_CSV`, ``frenzy_env/data/memory_residuals.csv``, recomputed by
 :func:`compute_residuals` from the shipped ``frenzy_env/data/memory_cases.csv``; a test checks the two agree):
-for each of the 4 sources of the 20 published cases, the estimator's two fitted constants (allocator
-fragmentation and framework constant, :func:`frenzy_env.world.memory.calibration.fit_constants`) are refitted on the
-other 3 sources and the held-out source's cases are predicted
-(:func:`frenzy_env.world.memory.calibration.leave_one_source_out`,
-a true refit); each case gives a ratio ``measured / predicted``. (The framework mappings,
+for each of the 4 sources of the 20 published cases env v5 was built on (:data:`V5_RESIDUAL_CASES`), the
+estimator's two fitted constants (allocator fragmentation and framework constant,
+:func:`frenzy_env.world.memory.calibration.fit_constants`) are refitted on the other 3 sources and the held-out
+source's cases are predicted (:func:`frenzy_env.world.memory.calibration.leave_one_source_out`, a true refit);
+each case gives a ratio ``measured / predicted``. (The framework mappings,
 :data:`frenzy_env.world.memory.calibration.FRAMEWORKS`, are structural, not refitted; they were derived from each
 framework's code, so these residuals are not fully blind, see ``docs/world.md``.) The 20 ratios:
 
@@ -62,8 +62,8 @@ RESIDUAL_COLUMNS = ("case", "source_id", "framework", "measured_mib", "predicted
 _STREAM = 0x6D656D5F74727574  # "mem_trut"
 
 
-#: The cases env v5's residual table is computed from: the 20 published cases shipped when v5 was built. Cases
-#: added to ``memory_cases.csv`` since (P1, P3: Megatron-LM fp16 runs) validate the estimator but change the
+#: The cases env v5's residual table is computed from: the 20 published cases env v5 was built on. The file's
+#: other cases (P1, P3: Megatron-LM fp16 runs; D1-D4, D6: DeepSpeed) validate the estimator but change the
 #: simulated world only with a new env version.
 V5_RESIDUAL_CASES = (
     "A1", "A2", "A3", "A4", "A5", "C1", "C2", "C3", "C4",
