@@ -8,6 +8,7 @@ in :mod:`frenzy_env.observation`.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import itertools
 import math
 from typing import Any
@@ -179,7 +180,7 @@ class FrenzyEnv(gym.Env):
         max_sim_hours: float | None = None,
         **sim_options: Any,
     ) -> None:
-        check_keys("FrenzyEnv", sim_options, _SIM_KEYS)
+        check_keys("FrenzyEnv", sim_options, (*_ENV_KEYS, *_SIM_KEYS))
         _check_settings(
             preemption, queue_slots, running_slots, reward_scale, max_steps, max_sim_hours, render_mode,
             self.metadata["render_modes"],
@@ -536,6 +537,11 @@ class FrenzyEnv(gym.Env):
             "rejected": sim.rejected,
             "ooms": sim.oom_failures,
         }
+
+
+#: FrenzyEnv's own keywords; with the simulator's (``_SIM_KEYS``) every keyword it takes, which an unknown
+#: keyword's error lists
+_ENV_KEYS = tuple(n for n in inspect.signature(FrenzyEnv.__init__).parameters if n not in ("self", "sim_options"))
 
 
 def _check_settings(

@@ -21,6 +21,8 @@ import time
 
 import pandas as pd
 
+from frenzy_env.paths import atomic_write_csv
+
 SETTINGS = {
     "frenzy": dict(predictor="frenzy"),
     "extended": dict(predictor="extended"),
@@ -60,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"# {label}: {len(episodes)} episodes in {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
     table = pd.concat(rows, ignore_index=True)
     if args.csv:
-        table.to_csv(args.csv, index=False)
+        atomic_write_csv(args.csv, table)
     print("| workload | policy | predictor | OOM failures | lost GPU-hours | avg JCT (h) | rejected |")
     print("|---|---|---|---:|---:|---:|---:|")
     for (wl, pol), grp in table.groupby(["workload", "policy"], sort=False):

@@ -23,6 +23,8 @@ import sys
 
 import numpy as np
 
+from frenzy_env.paths import atomic_write_json
+
 CONFIGS = {
     "default": dict(),
     "small-frenzy-predictor": dict(workload="synthetic-small", predictor="frenzy"),
@@ -144,8 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             digests[key] = policy_digest(kwargs, name, seed=3, max_jobs=args.max_jobs)
             print(f"{key} {digests[key]}", flush=True)
     if args.out:
-        with open(args.out, "w") as fh:
-            json.dump(digests, fh, indent=1)
+        atomic_write_json(args.out, digests, indent=1)
     if args.compare:
         with open(args.compare) as fh:
             before = json.load(fh)

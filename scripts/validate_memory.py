@@ -31,13 +31,13 @@ Usage: ``python scripts/validate_memory.py [CSV] [--fit] [--loso | --no-loso] [-
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from functools import partial
 from pathlib import Path
 
 import numpy as np
 
+from frenzy_env.paths import atomic_write_json
 from frenzy_env.world.memory import calibration
 from frenzy_env.world.memory.calibration import (
     CASES_CSV,
@@ -391,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
             print_cuda_report(cuda)
             results["cuda"] = cuda
     if args.json:
-        args.json.write_text(json.dumps(results, indent=1, default=str))
+        atomic_write_json(args.json, results, indent=1, default=str)
     return 0
 
 

@@ -11,6 +11,7 @@ reads exactly that file (stable-baselines3 would otherwise try ``PATH.zip``).
 from __future__ import annotations
 
 import os
+import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -188,10 +189,22 @@ def read_model(path: str | os.PathLike, any_obs_version: bool = False) -> Any:
         try:
             model = MaskablePPO.load(fh, device="cpu", custom_objects=custom)
         except Exception as exc:  # a zip that is not an SB3 model, or a corrupt file
-            raise ConfigError(f"cannot load model file {str(p)!r}: {exc}") from None
+            raise ConfigError(_unreadable(p, exc)) from None
     if not any_obs_version:
         _check_obs_version(p)
     return model
+
+
+def _unreadable(path: Path, exc: Exception) -> str:
+    """The message of a model file stable-baselines3 cannot load: a file that is no zip, or a truncated or
+    corrupt one, says so with zipfile's own reason (stable-baselines3's message names an open file object,
+    not the path); any other failure is quoted."""
+    bad_zip = next((e for e in (exc, exc.__cause__) if isinstance(e, zipfile.BadZipFile)), None)
+    if bad_zip is not None or not zipfile.is_zipfile(path):
+        reason = str(bad_zip) if bad_zip is not None else "File is not a zip file"
+        return (f"cannot load model file {str(path)!r}: not a readable model file (not a zip, or a truncated or "
+                f"corrupt one: {reason})")
+    return f"cannot load model file {str(path)!r}: {exc}"
 
 
 def load_policy(

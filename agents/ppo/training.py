@@ -56,6 +56,7 @@ from agents.ppo.warmstart import (
 )
 from agents.ppo.workloads import make_env, training_generator, validation_workloads
 from frenzy_env.observation import OBS_VERSION
+from frenzy_env.paths import append_json_line, atomic_open, atomic_write_json, atomic_write_text, json_text
 from frenzy_env.versions import ENV_VERSION
 
 #: parameters (name prefixes) that only the critic uses: what a critic warm-up trains
@@ -205,7 +206,7 @@ class Validator:
         self.ref_jct = np.array([run_reference(make_env(cfg, wl), ref, s).avg_jct_h for _, wl, s in self.items])
         if cache is not None:
             stored[key] = self.ref_jct.tolist()
-            _atomic_save(json.dumps(stored, indent=1) + "\n", cache)
+            atomic_write_json(cache, stored, indent=1)
 
     def reference_key(self) -> str:
         """What the reference's results depend on, as one string: the reference, the env version, the cluster,
@@ -366,20 +367,16 @@ def _plot_curve(rows: list[dict[str, float]], path: Path, reference: str, sample
 
 def _write_curve(out: Path, rows: list[dict[str, float]], reference: str, sampled: bool = True) -> None:
     lines = [",".join(CURVE_FIELDS)] + [",".join(f"{r.get(k, 0):.6g}" for k in CURVE_FIELDS) for r in rows]
-    (out / "learning_curve.csv").write_text("\n".join(lines) + "\n")
+    atomic_write_text(out / "learning_curve.csv", "\n".join(lines) + "\n")
     if rows:
         _plot_curve(rows, out / "learning_curve.png", reference, sampled)
 
 
 def _atomic_save(obj: Any, path: Path) -> None:
-    """``obj`` to ``path`` through a temporary file moved into place (a kill never leaves half a file): text
-    is written as it is, anything else with ``torch.save``."""
-    tmp = path.with_suffix(".tmp")
-    if isinstance(obj, str):
-        tmp.write_text(obj)
-    else:
-        th.save(obj, tmp)
-    os.replace(tmp, path)
+    """``obj`` to ``path`` with ``torch.save`` through a temporary file moved into place (a kill never leaves
+    half a file)."""
+    with atomic_open(path, "wb") as fh:
+        th.save(obj, fh)
 
 
 def train(
@@ -413,7 +410,7 @@ def _open_run(cfg: TrainConfig | None, resume: str | os.PathLike | None) -> tupl
         return TrainConfig.from_dict(json.loads((out / "config.json").read_text())), out
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(_record(cfg), indent=2) + "\n")
+    atomic_write_json(out / "config.json", _record(cfg))
     return cfg, out
 
 
@@ -485,7 +482,7 @@ class _Run:
         log_path = out / "updates.jsonl"  # drop the lines of updates after the checkpoint (they are redone)
         if log_path.is_file():
             kept = log_path.read_text().splitlines()[: self.updates]
-            log_path.write_text("".join(x + "\n" for x in kept))
+            atomic_write_text(log_path, "".join(x + "\n" for x in kept))
         self.validation_pending = bool(state.get("validation_pending"))
 
     def start(self) -> None:
@@ -601,9 +598,8 @@ class _Run:
         while self.steps < cfg.timesteps:
             line = self.update()
             done_here += 1
-            with open(self.out / "updates.jsonl", "a") as fh:
-                fh.write(json.dumps(line) + "\n")
-            self.log(json.dumps(line))
+            append_json_line(self.out / "updates.jsonl", line)
+            self.log(json_text(line))
             bar.update(cfg.rollout_size)
             elapsed_min = (self.wall_before + time.time() - self.t_start) / 60
             if cfg.max_minutes is not None and elapsed_min >= cfg.max_minutes and self.steps < cfg.timesteps:
@@ -676,14 +672,11 @@ class _Run:
         rows = self.rows
         # the best validation pass, among those without cut episodes when there are any (what best_model.zip holds)
         chosen = min([r for r in rows if not r.get("val_truncated")] or rows, key=lambda r: r["val_over_ref"])
-        (self.out / "train_log.json").write_text(
-            json.dumps(
-                {"wall_seconds": wall, "timesteps": self.steps, "updates": self.updates,
-                 "decisions_per_second": self.steps / wall, "torch_threads": th.get_num_threads(),
-                 "best_val_over_ref": chosen["val_over_ref"], "best_val_avg_jct_h": chosen["val_avg_jct_h"],
-                 "best_val_truncated": chosen.get("val_truncated", 0),
-                 "reference_val_avg_jct_h": float(self.validator.ref_jct.mean()), **self.info},
-                indent=2,
-            )
-            + "\n"
+        atomic_write_json(
+            self.out / "train_log.json",
+            {"wall_seconds": wall, "timesteps": self.steps, "updates": self.updates,
+             "decisions_per_second": self.steps / wall, "torch_threads": th.get_num_threads(),
+             "best_val_over_ref": chosen["val_over_ref"], "best_val_avg_jct_h": chosen["val_avg_jct_h"],
+             "best_val_truncated": chosen.get("val_truncated", 0),
+             "reference_val_avg_jct_h": float(self.validator.ref_jct.mean()), **self.info},
         )

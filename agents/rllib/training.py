@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import time
@@ -14,6 +13,7 @@ from agents.rllib.config import RLlibTrainConfig
 from agents.rllib.envs import ENV_NAME, register_rllib_envs, require_ray
 from agents.rllib.rl_module import ray_class
 from frenzy_env.errors import ConfigError
+from frenzy_env.paths import atomic_write_json
 
 
 def build_algorithm_config(cfg: RLlibTrainConfig) -> Any:
@@ -117,9 +117,7 @@ def train_rllib(cfg: RLlibTrainConfig) -> Path:
 
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(
-        json.dumps({**cfg.to_dict(), "backend": "rllib", "ray_version": ray.__version__}, indent=2)
-    )
+    atomic_write_json(out / "config.json", {**cfg.to_dict(), "backend": "rllib", "ray_version": ray.__version__})
     started = _init_ray(cfg)
     try:
         algo = build_algorithm_config(cfg).build_algo()  # registers the envs in this Ray session
@@ -159,4 +157,4 @@ def _write_log(out: Path, rows: list[dict[str, Any]], wall: float, checkpoint: P
         "wall_seconds": wall,
         "checkpoint": None if checkpoint is None else str(checkpoint),
     }
-    (out / "train_log.json").write_text(json.dumps(log, indent=2))
+    atomic_write_json(out / "train_log.json", log)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from frenzy_env.benchmark.measure import REPLAY_CLUSTER, Results
+from frenzy_env.paths import atomic_open, atomic_write_json, atomic_write_text
 
 
 def summary_table(res: Results, machine: dict[str, Any], mode: str) -> str:
@@ -79,16 +79,15 @@ def summary_table(res: Results, machine: dict[str, Any], mode: str) -> str:
 def write_outputs(res: Results, machine: dict[str, Any], out: Path, mode: str, plot: bool = True) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "benchmark.csv", out / "benchmark.json", out / "benchmark.md"]
-    with open(paths[0], "w", newline="", encoding="utf-8") as fh:
+    with atomic_open(paths[0], newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(["section", "case", "metric", "value", "unit"])
         for r in res.rows:
             w.writerow([r.section, r.case, r.metric, f"{r.value:.6g}", r.unit])
-    paths[1].write_text(
-        json.dumps({"mode": mode, "machine": machine, "rows": [dataclasses.asdict(r) for r in res.rows]}, indent=1),
-        encoding="utf-8",
+    atomic_write_json(
+        paths[1], {"mode": mode, "machine": machine, "rows": [dataclasses.asdict(r) for r in res.rows]}, indent=1
     )
-    paths[2].write_text(summary_table(res, machine, mode), encoding="utf-8")
+    atomic_write_text(paths[2], summary_table(res, machine, mode))
     if plot:
         paths.append(plot_results(res, out / "benchmark.png"))
     return paths

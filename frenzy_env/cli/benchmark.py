@@ -10,6 +10,13 @@ from typing import Any
 
 from frenzy_env.benchmark import MODES, SECTIONS, machine_info, run_benchmark, summary_table, write_outputs
 from frenzy_env.cli.common import choice_list
+from frenzy_env.cli.results_folder import (
+    BENCHMARK_FILES,
+    add_overwrite_flag,
+    check_results_folder,
+    close_results_folder,
+    open_results_folder,
+)
 from frenzy_env.errors import FrenzyError
 
 
@@ -33,7 +40,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--data-dir", type=Path, default=None,
                    help="shared data folder holding traces/philly/philly.csv and traces/itp/*.csv (without it "
                    "the replay uses the shipped ITP extract)")
-    p.add_argument("--out", type=Path, default=Path("benchmark_out"), help="output folder (default benchmark_out)")
+    p.add_argument("--out", type=Path, default=Path("benchmark_out"),
+                   help="output folder, new or empty (else --overwrite; default benchmark_out); INCOMPLETE is "
+                   "there until the run has written every file")
+    add_overwrite_flag(p)
     p.add_argument("--no-plot", action="store_true", help="no PNG")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=run)
@@ -48,8 +58,11 @@ def run(args: argparse.Namespace) -> int:
     policies = [p.strip() for p in args.policies.split(",") if p.strip()] if args.policies else None
     machine = machine_info()
     log = (lambda _msg: None) if args.quiet else (lambda msg: print(msg, flush=True))
+    check_results_folder(args, args.out)  # before the run; the folder is touched once its results are in
     res = run_benchmark(cfg, args.sections, data_dir=args.data_dir, policies=policies, log=log)
+    open_results_folder(args, args.out, BENCHMARK_FILES)
     paths = write_outputs(res, machine, args.out, mode, plot=not args.no_plot)
+    close_results_folder(args)
     print()
     print(summary_table(res, machine, mode))
     print("wrote " + ", ".join(str(p) for p in paths))

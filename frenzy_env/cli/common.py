@@ -3,7 +3,8 @@ command into one line on stderr and an exit code.
 
 Errors a user can fix (bad names, bad files, bad values, a missing optional package) are printed as one line
 ``frenzy: error: ...`` with exit code 2 and no traceback; any other failure (a policy that raises, say) is
-printed as one line with exit code 1 (``FRENZY_DEBUG=1`` re-raises it with its traceback).
+printed as one line with exit code 1 (``FRENZY_DEBUG=1`` re-raises it with its traceback). When the command
+leaves its results folder unfinished, the line says so (:func:`frenzy_env.cli.results_folder.incomplete_note`).
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ import os
 import re
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
+from frenzy_env.cli.results_folder import incomplete_note
 from frenzy_env.errors import FrenzyError
 
 # the packages of this project: a module of theirs that fails to import is a bug, not a missing dependency
@@ -55,15 +56,6 @@ def positive_float(text: str) -> float:
     if not (value > 0 and value < float("inf")):
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
     return value
-
-
-def output_folder(out: Path | None) -> Path | None:
-    """``--out``: created (with its parents) when given; a path that exists and is not a folder is an error."""
-    if out is not None:
-        if out.exists() and not out.is_dir():
-            raise FrenzyError(f"--out {str(out)!r} exists and is not a directory")
-        out.mkdir(parents=True, exist_ok=True)
-    return out
 
 
 #: FrenzyEnv keywords that have flags of their own (--env refuses them)
@@ -153,21 +145,22 @@ def run_command(handler: Callable[[argparse.Namespace], int], args: argparse.Nam
     try:
         return int(handler(args) or 0)
     except KeyboardInterrupt:
-        print("frenzy: interrupted", file=sys.stderr)
+        print(f"frenzy: interrupted{incomplete_note(args)}", file=sys.stderr)
         return 130
     except (FrenzyError, OSError) as exc:  # OSError: missing, unreadable or unwritable files and directories
-        print(f"frenzy: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"frenzy: error: {_one_line(exc)}{incomplete_note(args)}", file=sys.stderr)
         return 2
     except Exception as exc:  # a bug or a failing policy: one line, no traceback unless asked for
         missing = missing_package(exc, args.command)
         if missing is not None:
-            print(f"frenzy: error: {missing}", file=sys.stderr)
+            print(f"frenzy: error: {missing}{incomplete_note(args)}", file=sys.stderr)
             return 2
         if os.environ.get("FRENZY_DEBUG"):
             raise
         code = exc.exit_code if isinstance(exc, CommandFailed) else 1
         kind = "" if isinstance(exc, CommandFailed) else f"{type(exc).__name__}: "
-        print(f"frenzy: error: {kind}{_one_line(exc)} (FRENZY_DEBUG=1 shows the traceback)", file=sys.stderr)
+        print(f"frenzy: error: {kind}{_one_line(exc)}{incomplete_note(args)} (FRENZY_DEBUG=1 shows the traceback)",
+              file=sys.stderr)
         return code
 
 

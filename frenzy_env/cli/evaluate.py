@@ -16,12 +16,14 @@ from frenzy_env.cli.common import (
     csv_list,
     env_keywords,
     env_option,
-    output_folder,
+    non_negative_int,
     positive_float,
     positive_int,
 )
 from frenzy_env.cli.policies import model_arg
+from frenzy_env.cli.results_folder import EVALUATE_FILES, add_overwrite_flag, close_results_folder, open_results_folder
 from frenzy_env.errors import FrenzyError
+from frenzy_env.paths import atomic_write_csv, atomic_write_text
 
 DEFAULT_POLICIES = ("frenzy", "asrpt", "doubling", "srpt_est", "fifo", "sjf", "ppo")
 
@@ -98,8 +100,8 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--seeds", type=positive_int, default=None, help="number of seeds; default 3")
     p.add_argument(
-        "--seed-start", type=int, default=None,
-        help="first seed (seeds are SEED_START .. SEED_START+N-1); the shipped agents never saw seeds >= 1000",
+        "--seed-start", type=non_negative_int, default=None,
+        help="first seed, >= 0 (seeds are SEED_START .. SEED_START+N-1); the shipped agents never saw seeds >= 1000",
     )
     p.add_argument("--predictor", choices=("frenzy", "extended", "oracle"), default="extended")
     p.add_argument(
@@ -136,8 +138,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--out", type=Path, default=None,
         help="directory for jobs.csv, episodes.csv, summary.* and manifest.json (what was evaluated: command, "
-        "version, policies, model and trace files with their SHA-256, seeds, env configuration)",
+        "version, policies, model and trace files with their SHA-256, seeds, env configuration); a new or empty "
+        "folder (else --overwrite); INCOMPLETE is there until the run has written every file",
     )
+    add_overwrite_flag(p)
     p.add_argument(
         "--bounds", action="store_true",
         help="also compute a lower bound on each episode's average JCT that no scheduler can beat "
@@ -268,6 +272,8 @@ def run(args: argparse.Namespace) -> int:
         for flag in ("address", "num_cpus"):
             if getattr(args, flag) is not None:
                 raise FrenzyError(f"--{flag.replace('_', '-')} applies to --backend ray only")
+    if args.overwrite and args.out is None:
+        raise FrenzyError("--overwrite applies to --out only")
     if args.suite is not None:
         from frenzy_env.cli.suite import run_suite
 
@@ -286,7 +292,7 @@ def run(args: argparse.Namespace) -> int:
     first_env = make_env(workloads[0])
     policy_specs.check(specs, first_env)  # every model file and MODULE:ATTR, before any episode
     seeds = range(args.seed_start, args.seed_start + args.seeds)
-    out = output_folder(args.out)
+    out = None if args.out is None else open_results_folder(args, args.out, EVALUATE_FILES)
     if out is not None:
         from frenzy_env.cli.manifest import build_manifest, write_manifest
 
@@ -307,6 +313,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"frenzy: warning: {note}", file=sys.stderr)
     if out is not None:
         _write_summary(out, jobs, episodes, summary, md, schedules, cluster)
+        close_results_folder(args)
     if args.json:
         print(json.dumps(json.loads(summary.to_json(orient="records")), indent=2))
     else:
@@ -350,8 +357,8 @@ def _play_all(
         nonlocal saved
         saved = len(episodes)
         if out is not None:  # written after every episode: nothing computed is lost on a later failure
-            jobs.to_csv(out / "jobs.csv", index=False)
-            episodes.to_csv(out / "episodes.csv", index=False)
+            atomic_write_csv(out / "jobs.csv", jobs)
+            atomic_write_csv(out / "episodes.csv", episodes)
 
     policies = {spec.name: spec.factory for spec in specs}
     failures: list[Any] = []
@@ -384,8 +391,8 @@ def _with_bounds(
     bounds = jct_bounds(make_env, workloads, seeds, progress=not args.no_progress)
     episodes = add_jct_bounds(episodes, bounds)
     if out is not None:
-        bounds.to_csv(out / "bounds.csv", index=False)
-        episodes.to_csv(out / "episodes.csv", index=False)
+        atomic_write_csv(out / "bounds.csv", bounds)
+        atomic_write_csv(out / "episodes.csv", episodes)
     return episodes
 
 
@@ -395,8 +402,8 @@ def _write_summary(
     """``summary.csv``, ``summary.md``, the plots of the results and a schedule picture per policy in ``out``."""
     from frenzy_env.evaluation.plots import plot_results, plot_schedules
 
-    summary.to_csv(out / "summary.csv", index=False)
-    (out / "summary.md").write_text(md)
+    atomic_write_csv(out / "summary.csv", summary)
+    atomic_write_text(out / "summary.md", md)
     plot_results(jobs, episodes, summary, out)
     plot_schedules(schedules, cluster, out)
 

@@ -7,12 +7,13 @@ trace file (with its SHA-256), the seeds and the env configuration.
 from __future__ import annotations
 
 import hashlib
-import json
 import platform
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from frenzy_env.paths import atomic_write_json
 
 MANIFEST = "manifest.json"
 
@@ -83,7 +84,6 @@ def build_manifest(
 
 
 def write_manifest(out: Path, manifest: dict[str, Any]) -> Path:
-    """Write ``manifest`` as ``OUT/manifest.json``; returns its path."""
-    path = out / MANIFEST
-    path.write_text(json.dumps(manifest, indent=2, default=str) + "\n")
-    return path
+    """Write ``manifest`` as ``OUT/manifest.json`` (standard JSON, atomically; objects JSON lacks as their
+    ``str``); returns its path."""
+    return atomic_write_json(out / MANIFEST, manifest, indent=2, default=str)

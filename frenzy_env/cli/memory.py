@@ -29,28 +29,50 @@ from frenzy_env.world.models import ModelSpec, custom_model, get_model, list_mod
 
 _SHAPE_ARGS = ("vocab", "hidden", "layers", "heads")
 
+#: The largest value of each numeric input of ``frenzy memory`` and ``frenzy plan`` a real training job can have
+#: (a power of two well above every published model and run) and why: a larger value is refused, exit code 2.
+#: ``tokens`` is batch x sequence length; ``gpus`` memory's dp x tp and plan's --max-gpus.
+LIMITS: dict[str, tuple[int, str]] = {
+    "batch_size": (2**22, "the largest published global batch is 65,536 sequences (LAMB's BERT)"),
+    "seq_len": (2**24, "the longest context of any released model is 10M tokens (Llama 4 Scout)"),
+    "tokens": (2**30, "the largest published global batch is about 63M tokens (DeepSeek-V3)"),
+    "gpus": (2**20, "no cluster built has a million GPUs"),
+    "vocab": (2**22, "the largest vocabulary of a released model is about 262K (Gemma 3)"),
+    "hidden": (2**17, "the widest published model has hidden 25,600 (Megatron-LM's 1T configuration)"),
+    "ffn_hidden": (2**19, "the widest published MLP is 102,400 (Megatron-LM's 1T configuration)"),
+    "layers": (2**12, "the deepest trained transformer has 1,000 layers (DeepNet)"),
+    "max_seq_len": (2**24, "the longest context of any released model is 10M tokens (Llama 4 Scout)"),
+}
+
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
     """The model arguments: ``--model NAME`` or a custom shape (read back by :func:`model_from_args`)."""
     g = p.add_argument_group("model (--model NAME, or a custom shape)")
     g.add_argument("--model", help=f"catalogue model: {', '.join(list_models())}")
-    g.add_argument("--vocab", type=int, help="vocabulary size V (custom shape)")
-    g.add_argument("--hidden", type=int, help="hidden size h (custom shape)")
-    g.add_argument("--layers", type=int, help="transformer layers l (custom shape)")
+    g.add_argument("--vocab", type=int, help=f"vocabulary size V (custom shape; at most {limit_text('vocab')})")
+    g.add_argument("--hidden", type=int, help=f"hidden size h (custom shape; at most {limit_text('hidden')})")
+    g.add_argument("--layers", type=int, help=f"transformer layers l (custom shape; at most {limit_text('layers')})")
     g.add_argument("--heads", type=int, help="attention heads a (custom shape)")
     g.add_argument("--kv-heads", type=int, help="key/value heads (grouped-query attention)")
-    g.add_argument("--ffn-hidden", type=int, help="MLP width (default 4h)")
+    g.add_argument("--ffn-hidden", type=int, help=f"MLP width (default 4h; at most {limit_text('ffn_hidden')})")
     g.add_argument("--mlp", choices=("gelu", "swiglu"), help="MLP kind (default gelu)")
     g.add_argument("--untied", action="store_true", help="untied output head")
     g.add_argument("--rotary", action="store_true", help="rotary positions (no position table)")
-    g.add_argument("--max-seq-len", type=int, help="size of the learned position table (default 1024)")
+    g.add_argument(
+        "--max-seq-len", type=int,
+        help=f"size of the learned position table (default 1024; at most {limit_text('max_seq_len')})",
+    )
 
 
 def add_job_args(p: argparse.ArgumentParser) -> None:
     """Batch, sequence length, estimator, ``--json`` and the extended method's options
     (read back by :func:`options_from_args`)."""
-    p.add_argument("--batch-size", type=int, required=True, help="global batch (sequences per iteration)")
-    p.add_argument("--seq-len", type=int, required=True, help="tokens per sequence")
+    p.add_argument(
+        "--batch-size", type=int, required=True,
+        help=f"global batch (sequences per iteration; at most {limit_text('batch_size')}, and batch x sequence length "
+        f"at most {limit_text('tokens')} tokens)",
+    )
+    p.add_argument("--seq-len", type=int, required=True, help=f"tokens per sequence (at most {limit_text('seq_len')})")
     p.add_argument(
         "--method", choices=METHODS, default=DEFAULT_METHOD, help=f"estimator (default {DEFAULT_METHOD})"
     )
@@ -68,9 +90,36 @@ def add_job_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--zero-stage", type=int, choices=(0, 1, 2, 3))
     g.add_argument("--recompute", choices=("none", "selective", "full"))
     g.add_argument("--attention", choices=("eager", "flash"))
-    g.add_argument("--micro-batch", type=int, help="micro-batch (gradient accumulation over the rest)")
+    g.add_argument(
+        "--micro-batch", type=int,
+        help="micro-batch (gradient accumulation over the rest); at most the per-replica batch ceil(batch / dp)",
+    )
     g.add_argument("--sequence-parallel", action="store_true", default=None)
     g.add_argument("--no-context", action="store_true", default=None, help="leave out the CUDA context")
+
+
+def limit_text(field: str) -> str:
+    """The limit of ``field`` (a key of :data:`LIMITS`) as text, e.g. ``2^24 = 16,777,216``."""
+    value = LIMITS[field][0]
+    return f"2^{value.bit_length() - 1} = {value:,}"
+
+
+def _above(what: str, field: str) -> ConfigError:
+    return ConfigError(f"{what} is above {limit_text(field)}, more than any real training job: {LIMITS[field][1]}")
+
+
+def check_limits(args: argparse.Namespace, gpus: tuple[str, int] | None = None) -> None:
+    """ConfigError naming the flag and its value when a numeric input is above its :data:`LIMITS`; ``gpus``:
+    the GPU count the command is asked about, as (the flags that give it, the count)."""
+    for field in ("batch_size", "seq_len", "vocab", "hidden", "ffn_hidden", "layers", "max_seq_len"):
+        value = getattr(args, field)
+        if value is not None and value > LIMITS[field][0]:
+            raise _above(f"--{field.replace('_', '-')} {value}", field)
+    b, s = args.batch_size, args.seq_len
+    if b > 0 and s > 0 and b * s > LIMITS["tokens"][0]:
+        raise _above(f"--batch-size {b} x --seq-len {s} = {b * s:,} tokens per iteration", "tokens")
+    if gpus is not None and gpus[1] > LIMITS["gpus"][0]:
+        raise _above(gpus[0], "gpus")
 
 
 def model_from_args(args: argparse.Namespace) -> ModelSpec:
@@ -147,6 +196,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _memory(args: argparse.Namespace) -> int:
+    check_limits(args, (f"--dp {args.dp} x --tp {args.tp} = {args.dp * args.tp:,} GPUs", args.dp * args.tp))
     model = model_from_args(args)
     if args.tp is not None and args.gpus_per_node is not None and args.tp > args.gpus_per_node:
         raise ConfigError(

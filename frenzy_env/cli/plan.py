@@ -13,8 +13,15 @@ import math
 import sys
 from typing import Any
 
-from frenzy_env.cli.common import guarded
-from frenzy_env.cli.memory import add_job_args, add_model_args, model_from_args, options_from_args
+from frenzy_env.cli.common import guarded, non_negative_int
+from frenzy_env.cli.memory import (
+    add_job_args,
+    add_model_args,
+    check_limits,
+    limit_text,
+    model_from_args,
+    options_from_args,
+)
 from frenzy_env.world.memory.estimator import GiB
 from frenzy_env.world.memory.planning import DEFAULT_RANKING, RANKINGS, plan_resources
 
@@ -35,9 +42,11 @@ def add_parser(subparsers: Any) -> None:
         default=DEFAULT_RANKING,
         help=f"plan order (default {DEFAULT_RANKING}: fewest GPUs, then the shortest predicted iteration)",
     )
-    pp.add_argument("--max-gpus", type=int, default=64, help="largest dp*tp considered (default 64)")
+    pp.add_argument(
+        "--max-gpus", type=int, default=64, help=f"largest dp*tp considered (default 64; at most {limit_text('gpus')})"
+    )
     pp.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node: the tp limit (default 8)")
-    pp.add_argument("--top", type=int, default=0, help="show only the first N plans (default all)")
+    pp.add_argument("--top", type=non_negative_int, default=0, help="show only the first N plans (default 0: all)")
     pp.set_defaults(func=run)
 
 
@@ -47,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
+    check_limits(args, (f"--max-gpus {args.max_gpus}", args.max_gpus))
     model = model_from_args(args)
     plans = plan_resources(
         model,

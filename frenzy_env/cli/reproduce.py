@@ -7,6 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from frenzy_env.cli.common import choice_list, positive_int
+from frenzy_env.cli.results_folder import (
+    REPRODUCE_FILES,
+    add_overwrite_flag,
+    check_results_folder,
+    close_results_folder,
+    open_results_folder,
+)
 from frenzy_env.errors import FrenzyError
 
 
@@ -38,7 +45,10 @@ def add_parser(sub: Any) -> None:
         help="more measured MARP cases (default DATA_DIR/memory/calibration.csv if present), added to the "
         "published cases shipped in frenzy_env/data/memory_cases.csv",
     )
-    p.add_argument("--out", type=Path, default=Path("reproduce_out"), help="output folder (default reproduce_out)")
+    p.add_argument("--out", type=Path, default=Path("reproduce_out"),
+                   help="output folder, new or empty (else --overwrite; default reproduce_out); INCOMPLETE is "
+                   "there until the run has written every file")
+    add_overwrite_flag(p)
     p.add_argument(
         "--episode-budget", type=float, default=None,
         help="wall-clock seconds one episode may take before its policy is reported as too slow "
@@ -70,8 +80,11 @@ def run(args: argparse.Namespace) -> int:
         calibration=calibration, progress=not args.no_progress,
         episode_budget_s=args.episode_budget,
     )
+    check_results_folder(args, args.out)  # before the run; the folder is touched once its results are in
     result = run_reproduce(cfg)
+    open_results_folder(args, args.out, REPRODUCE_FILES)
     paths = write_outputs(result, args.out)
+    close_results_folder(args)
     print(claims_markdown(result))
     print("wrote " + ", ".join(str(p) for p in paths))
     return 0

@@ -16,8 +16,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from frenzy_env.cli.common import CommandFailed, env_keywords, output_folder
+from frenzy_env.cli.common import CommandFailed, env_keywords
+from frenzy_env.cli.results_folder import EVALUATE_FILES, close_results_folder, open_results_folder
 from frenzy_env.errors import FrenzyError
+from frenzy_env.paths import atomic_write_csv, atomic_write_text
 
 DEFAULT_REFERENCE = "srpt_est"
 _FIXED_BY_SUITE = ("workload", "trace", "trace_format", "max_jobs", "load", "seeds", "seed_start", "cluster")
@@ -74,7 +76,7 @@ def run_suite(args: argparse.Namespace, policy_names: list[str]) -> int:
     first_env = make_env(items[0].name)
     policy_specs.check(specs, first_env)  # every model file and MODULE:ATTR, before any episode
     groups = seed_groups(items)
-    out = output_folder(args.out)
+    out = None if args.out is None else open_results_folder(args, args.out, EVALUATE_FILES)
     if out is not None:
         _write_suite_manifest(args, out, suite, specs, list(generators), first_env, reference)
     episodes, latencies, failures = _run_groups(args, make_env, specs, groups, out)
@@ -89,6 +91,7 @@ def run_suite(args: argparse.Namespace, policy_names: list[str]) -> int:
         print(f"frenzy: warning: n={len(items)}: intervals over fewer than {FEW_SEEDS} workloads are missing or "
               "unreliable", file=sys.stderr)
     written = _write_suite_files(args, out, suite, table, md)
+    close_results_folder(args)
     if args.json:
         print(json.dumps({"suite": suite.name, "reference": reference,
                           "policies": json.loads(table.to_json(orient="records"))}, indent=2))
@@ -141,8 +144,8 @@ def _run_groups(
 
     def save(jobs: pd.DataFrame, episodes: pd.DataFrame) -> None:
         if out is not None:
-            pd.concat([*done_jobs, jobs], ignore_index=True).to_csv(out / "jobs.csv", index=False)
-            pd.concat([*done_episodes, episodes], ignore_index=True).to_csv(out / "episodes.csv", index=False)
+            atomic_write_csv(out / "jobs.csv", pd.concat([*done_jobs, jobs], ignore_index=True))
+            atomic_write_csv(out / "episodes.csv", pd.concat([*done_episodes, episodes], ignore_index=True))
 
     ray = started = None
     if args.backend == "ray":
@@ -180,8 +183,8 @@ def _with_bounds(
                        ignore_index=True)
     episodes = add_jct_bounds(episodes, bounds)
     if out is not None:
-        bounds.to_csv(out / "bounds.csv", index=False)
-        episodes.to_csv(out / "episodes.csv", index=False)
+        atomic_write_csv(out / "bounds.csv", bounds)
+        atomic_write_csv(out / "episodes.csv", episodes)
     return episodes
 
 
@@ -194,8 +197,8 @@ def _write_suite_files(args: argparse.Namespace, out: Path | None, suite: Any, t
 
     written = []
     if out is not None:
-        table.to_csv(out / "suite.csv", index=False)
-        (out / "suite.md").write_text(md)
+        atomic_write_csv(out / "suite.csv", table)
+        atomic_write_text(out / "suite.md", md)
         written.append(f"{out}: jobs.csv, episodes.csv, {'bounds.csv, ' * args.bounds}suite.csv, suite.md, "
                        "manifest.json")
     if args.results_md is not None:
@@ -207,7 +210,7 @@ def _write_suite_files(args: argparse.Namespace, out: Path | None, suite: Any, t
         )
         page = page_path.read_text() if page_path.is_file() else None
         page_path.parent.mkdir(parents=True, exist_ok=True)
-        page_path.write_text(update_results_page(page, suite.name, section))
+        atomic_write_text(page_path, update_results_page(page, suite.name, section))
         written.append(f"{page_path} (section {suite.name})")
     return written
 

@@ -339,6 +339,12 @@ def check_backend_flags(args: argparse.Namespace) -> None:
         raise ConfigError(f"{', '.join(given)} {verb} only to --backend {owner}, not --backend {backend}")
 
 
+def check_out(out: Path | None) -> None:
+    """ConfigError when ``--out`` names an existing path that is not a folder (before anything is trained)."""
+    if out is not None and out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {str(out)}: is a file, not a folder")
+
+
 def read_config_file(path: Path, what: str = "a configuration") -> dict[str, Any]:
     """The JSON object in ``--config``'s file; a missing file or another kind of JSON is a ConfigError."""
     if not path.is_file():
@@ -380,6 +386,7 @@ def _run_rllib(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     """``frenzy train``: check that every flag fits ``--backend``, then train the ppo agent with it."""
     check_backend_flags(args)
+    check_out(args.out)
     if getattr(args, "backend", "sb3") == "rllib":
         return _run_rllib(args)
     from agents.ppo import train

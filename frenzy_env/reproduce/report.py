@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from frenzy_env.paths import atomic_write_csv, atomic_write_text
+
 if TYPE_CHECKING:
     from frenzy_env.reproduce.runner import ReproduceResult
 
@@ -102,14 +104,14 @@ def write_outputs(result: ReproduceResult, out: Path) -> list[Path]:
 
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "claims.md", out / "claims.csv"]
-    paths[0].write_text(claims_markdown(result))
-    pd.DataFrame([r.__dict__ for r in result.rows]).to_csv(paths[1], index=False)
+    atomic_write_text(paths[0], claims_markdown(result))
+    atomic_write_csv(paths[1], pd.DataFrame([r.__dict__ for r in result.rows]))
     if result.episodes:
         paths.append(out / "episodes.csv")
-        pd.DataFrame(result.episodes).to_csv(paths[-1], index=False)
+        atomic_write_csv(paths[-1], pd.DataFrame(result.episodes))
     if result.marp:
         paths.append(out / "marp.csv")
-        pd.DataFrame(result.marp).to_csv(paths[-1], index=False)
+        atomic_write_csv(paths[-1], pd.DataFrame(result.marp))
     paths += plot_reproduce(result, out)
     return paths
 

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
 from frenzy_env.errors import FrenzyError, unknown_name
+from frenzy_env.paths import atomic_open
 
 CACHE_ENV = "FRENZY_ENV_CACHE"
 MIRROR_ENV = "FRENZY_ENV_MIRROR"
@@ -619,7 +620,7 @@ def convert_philly_job_log(src: str | os.PathLike | BinaryIO, dest: str | os.Pat
     rows = philly_jobs(jobs)
     if not rows:
         raise DatasetError("Philly job log: no job with a complete run time")
-    with open(dest, "w", newline="", encoding="utf-8") as out:
+    with atomic_open(dest, newline="", encoding="utf-8") as out:
         w = csv.writer(out)
         w.writerow(PHILLY_CANONICAL_COLUMNS)
         for jobid, submit, gpus, duration, vc, user, status in rows:

@@ -45,6 +45,12 @@ def pipeline_depths(layers: int, limit: int) -> list[int]:
     return [p for p in powers_of_two(min(limit, layers)) if layers % p == 0]
 
 
+def per_replica_batch(batch: int, dp: int) -> int:
+    """Sequences one of ``dp`` data-parallel replicas takes of a global ``batch``: ``ceil(batch / dp)``. A
+    micro-batch is a slice of it: at most this many sequences (:func:`micro_batches`)."""
+    return -(-batch // dp)
+
+
 def micro_batches(per_replica: int) -> list[int]:
     """Micro-batch sizes of a per-replica batch, largest first: the batch itself (no gradient accumulation),
     then the powers of two that divide it (``per_replica / micro`` accumulation steps)."""
@@ -88,7 +94,7 @@ def plan_layouts(
                 d = c // (p * t)
                 if d > batch:
                     continue
-                rep = -(-batch // d)
+                rep = per_replica_batch(batch, d)
                 pipe = micro_batches(rep) if pipeline_micro_batches else (1,)
                 for m in (micro_batches(rep) if accumulate else [rep]) if p == 1 else pipe:
                     out.append((d, t, p, m))

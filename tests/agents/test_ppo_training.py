@@ -155,6 +155,20 @@ def test_resume_after_a_kill_equals_an_uninterrupted_run(tmp_path):
     assert log["timesteps"] == 384 and log["updates"] == 2
 
 
+def test_the_run_folders_json_is_standard_json_with_nan_written_as_null(tmp_path):
+    def refuse(name: str):
+        raise ValueError(f"not standard JSON: {name}")
+
+    out = train(_tiny(tmp_path, "s"))
+    lines = [json.loads(x, parse_constant=refuse) for x in (out / "updates.jsonl").read_text().splitlines()]
+    # no teacher: the teacher's cross-entropy is a mean over nothing (NaN), written as null
+    assert len(lines) == 2 and [x["teacher_ce"] for x in lines] == [None, None]
+    assert all(math.isfinite(x["pg_loss"]) for x in lines)
+    assert json.loads((out / "train_log.json").read_text(), parse_constant=refuse)["updates"] == 2
+    assert json.loads((out / "config.json").read_text(), parse_constant=refuse)["timesteps"] == 384
+    assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")]  # no temporary file left behind
+
+
 def test_frenzy_train_quick_end_to_end(tmp_path):
     from frenzy_env.cli import main
 

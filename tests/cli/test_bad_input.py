@@ -7,6 +7,7 @@ traceback, and keeps the results of the episodes that finished before a failure.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import subprocess
@@ -593,3 +594,200 @@ def test_max_jobs_applies_to_synthetic_presets(tmp_path, capsys):
     ]
     assert main(argv) == 0, capsys.readouterr().err
     assert len(pd.read_csv(out / "jobs.csv")) == 3
+
+
+# ------------------------------------------------------------ the last bad inputs: checked before anything runs
+def _nothing_runs(monkeypatch):
+    """Make any episode or training run fail the test: the arguments must be refused first."""
+    import agents.ppo
+    import frenzy_env.evaluation.episodes
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("something ran before the arguments were checked")
+
+    monkeypatch.setattr(frenzy_env.evaluation.episodes, "evaluate", refuse)
+    monkeypatch.setattr(agents.ppo, "train", refuse)
+
+
+def _one_line(err: str, prefix: str = r"frenzy( \w+)?: error: ") -> None:
+    assert err.count("\n") == 1 and re.match(prefix, err) and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize(
+    "argv, line",
+    [
+        pytest.param(["evaluate", "--seed-start", "-5"], "argument --seed-start: expected an integer >= 0, got '-5'",
+                     id="seed-start"),
+        pytest.param(["plan", "--model", "gpt2", "--batch-size", "8", "--seq-len", "128", "--top", "-1"],
+                     "argument --top: expected an integer >= 0, got '-1'", id="plan-top"),
+    ],
+)  # fmt: skip
+def test_negative_counts_are_usage_errors(monkeypatch, capsys, argv, line):
+    _nothing_runs(monkeypatch)
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.rstrip().endswith(line) and "Traceback" not in err, err
+
+
+GPT2 = ["--model", "gpt2", "--batch-size", "8", "--seq-len", "128"]
+JOB_LIMITS = [
+    pytest.param(
+        ["memory", "--model", "llama-2-70b", "--batch-size", "100000000", "--seq-len", "100000000"],
+        "--batch-size 100000000 is above 2^22 = 4,194,304, more than any real training job: the largest published "
+        "global batch is 65,536 sequences (LAMB's BERT)",
+        id="batch-size",
+    ),
+    pytest.param(
+        ["memory", "--model", "gpt2", "--batch-size", "8", "--seq-len", "16777217"],
+        "--seq-len 16777217 is above 2^24 = 16,777,216, more than any real training job: the longest context of any "
+        "released model is 10M tokens (Llama 4 Scout)",
+        id="seq-len",
+    ),
+    pytest.param(
+        ["plan", "--model", "llama-2-70b", "--batch-size", "100000", "--seq-len", "100000"],
+        "--batch-size 100000 x --seq-len 100000 = 10,000,000,000 tokens per iteration is above 2^30 = "
+        "1,073,741,824, more than any real training job: the largest published global batch is about 63M tokens "
+        "(DeepSeek-V3)",
+        id="tokens",
+    ),
+    pytest.param(
+        ["memory", "--model", "gpt2", "--batch-size", "4000000", "--seq-len", "16", "--dp", "2000000"],
+        "--dp 2000000 x --tp 1 = 2,000,000 GPUs is above 2^20 = 1,048,576", id="memory-gpus",
+    ),
+    pytest.param(["plan", *GPT2, "--max-gpus", "2097152"], "--max-gpus 2097152 is above 2^20", id="plan-max-gpus"),
+    pytest.param(
+        ["memory", "--vocab", "100", "--hidden", "1000000000", "--layers", "10", "--heads", "1", "--batch-size", "1",
+         "--seq-len", "1"],
+        "--hidden 1000000000 is above 2^17 = 131,072", id="hidden",
+    ),
+    pytest.param(["plan", "--vocab", "8388608", "--hidden", "64", "--layers", "2", "--heads", "1", "--batch-size",
+                  "1", "--seq-len", "1"], "--vocab 8388608 is above 2^22", id="vocab"),
+    pytest.param(["memory", "--vocab", "100", "--hidden", "64", "--layers", "5000", "--heads", "1", "--batch-size",
+                  "1", "--seq-len", "1"], "--layers 5000 is above 2^12 = 4,096", id="layers"),
+    pytest.param(
+        ["memory", "--model", "gpt2-xl", "--batch-size", "8", "--seq-len", "1024", "--dp", "3", "--micro-batch", "5"],
+        "micro_batch=5 exceeds the per-replica batch 3 (ceil(batch_size=8 / dp=3))", id="micro-batch",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("argv, words", JOB_LIMITS)
+def test_memory_and_plan_refuse_what_no_real_job_is(monkeypatch, capsys, argv, words):
+    import frenzy_env.cli.memory
+    import frenzy_env.cli.plan
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("estimated before the arguments were checked")
+
+    if "--micro-batch" not in argv:  # the micro-batch is the estimator's own check
+        monkeypatch.setattr(frenzy_env.cli.memory, "estimate_memory", refuse)
+    monkeypatch.setattr(frenzy_env.cli.plan, "plan_resources", refuse)
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    _one_line(err, rf"frenzy {argv[0]}: error: ")
+    assert words in err and not out, err
+
+
+def test_the_limits_leave_real_jobs_alone(capsys):
+    big = ["--model", "llama-2-70b", "--batch-size", "65536", "--seq-len", "16384", "--json"]  # 2^30 tokens
+    assert main(["memory", *big, "--dp", "1024", "--tp", "8"]) == 0
+    assert json.loads(capsys.readouterr().out)["batch_size"] == 65536
+    assert main(["memory", "--model", "gpt2-xl", "--batch-size", "8", "--seq-len", "1024", "--dp", "3",
+                 "--micro-batch", "3"]) == 0  # fmt: skip
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("dp, micro_batch, rep", [(3, 5, 3), (1, 9, 8), (8, 2, 1)])
+def test_estimate_memory_refuses_a_micro_batch_above_the_per_replica_batch(dp, micro_batch, rep):
+    from frenzy_env import estimate_memory
+
+    with pytest.raises(ConfigError) as info:
+        estimate_memory("gpt2-xl", batch_size=8, seq_len=1024, dp=dp, micro_batch=micro_batch)
+    assert str(info.value).startswith(f"micro_batch={micro_batch} exceeds the per-replica batch {rep} "
+                                      f"(ceil(batch_size=8 / dp={dp}))"), info.value  # fmt: skip
+    assert estimate_memory("gpt2-xl", batch_size=8, seq_len=1024, dp=dp, micro_batch=rep).total_bytes > 0
+
+
+@pytest.mark.parametrize("make", [
+    lambda kw: gym.make("frenzy/HeteroClusterSmall-v5", **kw),
+    lambda kw: FrenzyEnv(**SMALL_ENV, **kw),
+], ids=["gym-make", "FrenzyEnv"])  # fmt: skip
+def test_an_unknown_env_keyword_lists_every_keyword_and_suggests_the_closest(make):
+    import inspect
+
+    with pytest.raises(ConfigError) as info:
+        make({"max_step": 50})
+    message = str(info.value)
+    assert message.startswith("unknown FrenzyEnv key(s) 'max_step' (did you mean 'max_steps'?); allowed: "), message
+    allowed = message.split("; allowed: ")[1].split(", ")
+    own = [n for n in inspect.signature(FrenzyEnv.__init__).parameters if n not in ("self", "sim_options")]
+    assert set(allowed) == {*own, *SimConfig.__dataclass_fields__} and allowed == sorted(allowed)
+    for key in ("max_steps", "queue_slots", "preemption", "max_sim_hours", "startup_time", "memory_truth"):
+        assert key in allowed
+    with pytest.raises(ConfigError, match=r"'queue_slot' \(did you mean 'queue_slots'\?\)"):
+        make({"queue_slot": 8})
+
+
+@pytest.fixture(scope="module")
+def truncated_model(tmp_path_factory):
+    from agents.ppo import DEFAULT_MODEL_PATH
+
+    path = tmp_path_factory.mktemp("models") / "bad.zip"
+    path.write_bytes(DEFAULT_MODEL_PATH.read_bytes()[:1000])
+    return path
+
+
+def test_a_truncated_model_file_is_named_by_load_policy(truncated_model):
+    from agents.ppo.loading import load_policy
+
+    with pytest.raises(ConfigError) as info:
+        load_policy(FrenzyEnv(**SMALL_ENV), truncated_model)
+    assert str(info.value) == (
+        f"cannot load model file {str(truncated_model)!r}: not a readable model file (not a zip, or a truncated or "
+        "corrupt one: File is not a zip file)"
+    )
+
+
+def test_a_corrupt_model_file_gives_zipfiles_reason(tmp_path):
+    from agents.ppo import DEFAULT_MODEL_PATH
+    from agents.ppo.loading import load_policy
+
+    data = bytearray(DEFAULT_MODEL_PATH.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # inside a member: the zip opens, its CRC fails
+    path = write(tmp_path, bytes(data), name="corrupt.zip")
+    with pytest.raises(ConfigError) as info:
+        load_policy(None, path)
+    message = str(info.value)
+    assert str(path) in message and "truncated or corrupt" in message and "Bad CRC-32" in message, message
+    assert "BufferedReader" not in message
+
+
+@pytest.mark.parametrize("policies, model, name", [("ppo", "", "ppo"), ("fifo,mine", "mine=", "mine")])
+def test_a_truncated_model_file_on_the_command_line(
+    monkeypatch, capsys, tmp_path, truncated_model, policies, model, name
+):
+    _nothing_runs(monkeypatch)
+    out = tmp_path / "results"
+    argv = ["evaluate", "--policies", policies, "--model", f"{model}{truncated_model}", "--workload",
+            "synthetic-small", "--max-jobs", "4", "--seeds", "1", "--no-progress", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    _one_line(err, "frenzy: error: ")
+    assert err.strip() == (
+        f"frenzy: error: policy {name!r}: cannot load model file {str(truncated_model)!r}: not a readable model file "
+        "(not a zip, or a truncated or corrupt one: File is not a zip file)"
+    )
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("backend", [[], ["--backend", "rllib"]], ids=["sb3", "rllib"])
+def test_train_out_that_is_a_file_is_refused(monkeypatch, capsys, tmp_path, backend):
+    _nothing_runs(monkeypatch)
+    target = write(tmp_path, "keep me", name="results")
+    quick = [] if backend else ["--quick"]
+    assert main(["train", *backend, *quick, "--out", str(target)]) == 2
+    err = capsys.readouterr().err
+    _one_line(err, "frenzy: error: ")
+    assert err.strip() == f"frenzy: error: --out {target}: is a file, not a folder"
+    assert target.read_text() == "keep me" and sorted(p.name for p in tmp_path.iterdir()) == ["results"]

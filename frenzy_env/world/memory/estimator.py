@@ -73,6 +73,7 @@ from functools import lru_cache
 import numpy as np
 
 from frenzy_env.errors import ConfigError, check_keys, unknown_name
+from frenzy_env.world.layouts import per_replica_batch
 from frenzy_env.world.models import ModelSpec, get_model
 
 MiB = 1024**2
@@ -760,10 +761,10 @@ def estimate_memory(
 
     Raises
     ------
-    ConfigError: a non-positive or fractional batch, sequence, dp, tp or pp, ``dp > batch_size``, a ``tp``
-        that does not divide the attention heads or a ``pp`` that does not divide the layers
-        (:func:`check_layout`), an unknown option name or a bad option value, a precision the ``framework``
-        does not run.
+    ConfigError: a non-positive or fractional batch, sequence, dp, tp or pp, ``dp > batch_size``, a
+        ``micro_batch`` above the per-replica batch ``ceil(batch_size / dp)``, a ``tp`` that does not divide the
+        attention heads or a ``pp`` that does not divide the layers (:func:`check_layout`), an unknown option
+        name or a bad option value, a precision the ``framework`` does not run.
     UnknownNameError: an unknown model, method or framework (the error lists the known ones).
     """
     spec = get_model(model)
@@ -775,6 +776,12 @@ def estimate_memory(
         )
     opts, key = resolved_options(method, options)
     check_layout(spec, t, int(opts.get("pp", 1)))  # type: ignore[call-overload]
+    mb, rep = opts.get("micro_batch"), per_replica_batch(b, d)
+    if mb is not None and mb > rep:  # type: ignore[operator]
+        raise ConfigError(
+            f"micro_batch={mb} exceeds the per-replica batch {rep} (ceil(batch_size={b} / dp={d})): a micro-batch "
+            "is a slice of one replica's batch"
+        )
     dp_a, tp_a = np.array([float(d)]), np.array([float(t)])
     if method == "frenzy":
         comp = _frenzy_components(spec, b, s, dp_a, tp_a)

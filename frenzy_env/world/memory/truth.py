@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from frenzy_env.errors import ConfigError
-from frenzy_env.paths import PACKAGE_DATA
+from frenzy_env.paths import PACKAGE_DATA, atomic_open
 
 #: the shipped residual table (see the module docstring)
 RESIDUALS_CSV = PACKAGE_DATA / "memory_residuals.csv"
@@ -103,10 +103,10 @@ def write_residuals(
     path: str | Path = RESIDUALS_CSV, cases: str | Path | None = None, names: Sequence[str] | None = V5_RESIDUAL_CASES
 ) -> Path:
     """Write :func:`compute_residuals` as the residual CSV (``predicted_mib`` to 0.1 MiB, ``ratio`` to 6
-    decimals). Regenerate the shipped table with ``python -c "from frenzy_env.world.memory.truth import
+    decimals), atomically. Regenerate the shipped table with ``python -c "from frenzy_env.world.memory.truth import
     write_residuals; write_residuals()"``."""
     path = Path(path)
-    with open(path, "w", newline="") as fh:
+    with atomic_open(path, newline="") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(RESIDUAL_COLUMNS)
         for r in compute_residuals(cases, names):
