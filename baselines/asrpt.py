@@ -12,10 +12,25 @@ Virtual instance
     arrival, then lower job id). It is advanced incrementally (event by event) at each decision.
 
 Real queue
-    A job enters the pending queue when it completes in the virtual schedule. The pending queue is served
-    strictly in that order: when its head cannot start, nothing behind it starts (``backfill=True`` lets
-    later pending jobs start instead). A job runs on ``g_i`` GPUs of the fastest GPU type that can place it
-    now (if every plan of ``g_i`` GPUs has crashed with out-of-memory, its other plans in ranked order).
+    A job enters the pending queue when it completes in the virtual schedule. The pending queue is served in
+    that order. A job runs on ``g_i`` GPUs of the fastest GPU type that can place it now (if every plan of
+    ``g_i`` GPUs has crashed with out-of-memory, its other plans in ranked order). What a released job that
+    cannot start holds back is ``head``:
+
+    * ``head="strict"`` (default): nothing behind it starts (head-of-line blocking).
+    * ``head="per_type"``: it holds back only the GPU types it can run on (the types of its plans of ``g_i``
+      GPUs and, once those have all crashed, of its other ranked plans); a job behind it may start on a plan of
+      another type. The order kept: no job starts on a GPU type while an earlier-released pending job that can
+      run on that type waits. Walking the queue in release order, each job that cannot start adds its types to
+      the held-back set; the first job that can start on a plan of a type outside the set starts; the walk ends
+      when every type is held back. On a cluster of one GPU type the two rules are the same rule (the first job
+      that cannot start holds back the one type).
+
+    ``backfill=True`` lets any later pending job start when the head cannot (``head`` then holds nothing back).
+    Which rule the paper means for several GPU types is not stated in the parts of its text that could be read
+    here (the abstract and the introduction of arXiv 2501.05563v1): they never mention GPU types, and its
+    single-machine instance stands for all GPUs as one machine, i.e. takes them as interchangeable -- where the
+    two rules coincide. So the text allows either; ``"strict"`` is this module's reading of its queue.
 
 Communication awareness
     ``alpha_max / alpha_min`` is the ratio of the job's iteration time on its most spread placement (one
@@ -37,11 +52,16 @@ Predictor (``predictor``)
     group with no finished job yet is predicted to need zero iterations; ``unseen="mean"`` gives it the mean
     iterations of the finished jobs instead. The forest is refitted when a group it has not seen gets
     predicted or when the samples have grown by ``refit_growth`` (default 1.25x) since the last fit.
-    ``history`` (a :class:`~frenzy_env.workload.Workload` or a sequence of :class:`JobSpec`, jobs that ran before
-    the episode: the first 80% of a trace in the paper, or an earlier window) warms the forest up: each of its
-    jobs is observed at the start of every episode with its true iterations
-    (:meth:`Workload.work_iterations` on the env's cluster), so groups seen in the history are predicted from the
-    first arrival on. Without it (the default) the forest starts cold in every episode.
+    ``history`` warms the forest up: each of its jobs is observed at the start of every episode with its true
+    iterations (:meth:`Workload.work_iterations` on the env's cluster), so groups seen in the history are
+    predicted from the first arrival on (the paper trains its forest on the first 80% of its trace). ``history``
+    (default None: the forest starts cold in every episode; ``"auto"``: the jobs that ran before the episode, from
+    the env's own workload source -- ``generator.history(env.episode_seed)`` of the generator the env draws its
+    workloads from (:class:`~frenzy_env.workload.WorkloadGenerator`: a trace's jobs before its window, or a
+    stand-in, :meth:`~frenzy_env.workload.TraceGenerator.history`; a synthetic generator's other jobs of the
+    same recurring groups; none of them a job of the episode), 4 jobs per job of the episode, and no
+    history, a cold forest, for a fixed workload or a generator without one; a
+    :class:`~frenzy_env.workload.Workload` or a sequence of :class:`JobSpec`: those jobs in every episode).
     ``"perfect"``: the true iterations (the paper's perfect-prediction variant; an oracle).
     ``"estimate"``: the env's ``work_estimate`` (what its ``work_info`` setting lets schedulers know).
 
@@ -78,7 +98,14 @@ import numpy as np
 
 from baselines.base import ScriptedPolicy
 from baselines.frenzy import PlanRanker
-from baselines.heavy_edge import COMM_HEAVY, DEFAULT_TAU, HeavyEdge, check_placement, start_action
+from baselines.heavy_edge import (
+    COMM_HEAVY,
+    DEFAULT_TAU,
+    HeavyEdge,
+    candidate_plans,
+    check_placement,
+    start_action,
+)
 from frenzy_env.errors import ConfigError, unknown_name
 from frenzy_env.simulator.view import DONE, QUEUED, REJECTED, SimView
 from frenzy_env.workload import JobSpec, Workload
@@ -86,6 +113,8 @@ from frenzy_env.workload import JobSpec, Workload
 ASRPT_PREDICTORS = ("forest", "perfect", "estimate")
 UNSEEN = ("zero", "mean")
 RELEASE = ("timer", "lookahead", "strict")
+HEADS = ("strict", "per_type")
+AUTO = "auto"  # history: the env's generator's history of the episode
 
 
 def count_and_candidates(view: Any, ranker: Any, j: int) -> tuple[int, np.ndarray]:
@@ -189,11 +218,32 @@ class IterationForest:
         self.fits += 1
 
 
-def history_forest(view: Any, predictor: str, unseen: str, seed: int, history: Any) -> IterationForest | None:
+def workload_generator(env: Any) -> Any:
+    """The generator ``env`` draws its episodes' workloads from (``FrenzyEnv.workload_generator``); None for a
+    fixed workload or an env without one."""
+    return getattr(getattr(env, "unwrapped", env), "workload_generator", None)
+
+
+def auto_history(env: Any) -> Workload | None:
+    """``history="auto"``: the jobs that ran before ``env``'s current episode, ``generator.history(seed)`` of
+    its workload generator (:func:`workload_generator`) at the episode's workload seed (``env.episode_seed``);
+    None for a fixed workload, before the first reset, or a generator without ``history``."""
+    gen, seed = workload_generator(env), getattr(env, "episode_seed", None)
+    history = getattr(gen, "history", None)
+    if seed is None or not callable(history):
+        return None
+    return history(int(seed))
+
+
+def history_forest(view: Any, predictor: str, unseen: str, seed: int, history: Any,
+                   env: Any = None) -> IterationForest | None:
     """The ``forest`` predictor's :class:`IterationForest` for an episode, taught the true iterations of the
-    ``history`` workload's jobs on ``view``'s cluster and speed settings; None for the other predictors."""
+    ``history`` workload's jobs (``"auto"``: :func:`auto_history` of ``env``) on ``view``'s cluster and speed
+    settings; None for the other predictors."""
     if predictor != "forest":
         return None
+    if isinstance(history, str):  # "auto", the one string the policies accept
+        history = auto_history(env)
     forest = IterationForest(unseen, seed=seed)
     if history is not None:
         cfg = view.config
@@ -214,7 +264,7 @@ def predicted_iterations(view: Any, predictor: str, forest: IterationForest | No
 
 
 class AsrptPolicy(ScriptedPolicy):
-    """A-SRPT: virtual SRPT order, strict pending queue, communication-aware waiting (module docstring).
+    """A-SRPT: virtual SRPT order, a non-preemptive pending queue, communication-aware waiting (module docstring).
 
     Parameters
     ----------
@@ -227,10 +277,13 @@ class AsrptPolicy(ScriptedPolicy):
     release: ``"timer"`` (default: wake-ups at virtual completions and deadlines), ``"lookahead"`` or
         ``"strict"``; see "Decision points".
     seed: random state of the forest.
-    history: finished jobs the forest is trained on before each episode (``predictor="forest"`` only; a
-        Workload or a sequence of JobSpec; see "Predictor").
+    history: finished jobs the forest is trained on before each episode (default None: none, a cold forest;
+        ``"auto"``: the jobs before the episode from the env's workload generator, ignored by the predictors
+        without a forest; a Workload or a sequence of JobSpec, ``predictor="forest"`` only; see "Predictor").
     placement: ``"heavy_edge"`` (default: heavy jobs wait for a consolidated placement) or ``"any"`` (no
         wait); the rule of :mod:`baselines.heavy_edge`, shared with the comparators.
+    head: what a released job that cannot start holds back (default ``"strict"``: every job behind it;
+        ``"per_type"``: only the GPU types it can run on); see "Real queue".
     """
 
     name = "asrpt"
@@ -245,8 +298,9 @@ class AsrptPolicy(ScriptedPolicy):
         unseen: str = "zero",
         release: str = "timer",
         seed: int = 0,
-        history: Workload | Sequence[JobSpec] | None = None,
+        history: Workload | Sequence[JobSpec] | str | None = None,
         placement: str = "heavy_edge",
+        head: str = "strict",
     ) -> None:
         super().__init__(env)
         check_placement(placement, comm_heavy, tau)
@@ -256,6 +310,9 @@ class AsrptPolicy(ScriptedPolicy):
             raise unknown_name("unseen", unseen, UNSEEN)
         if release not in RELEASE:
             raise unknown_name("release", release, RELEASE)
+        if head not in HEADS:
+            raise unknown_name("head", head, HEADS)
+        self.head = head
         self.comm_heavy = float(comm_heavy)
         self.tau = float(tau)
         self.placement = placement
@@ -271,7 +328,7 @@ class AsrptPolicy(ScriptedPolicy):
     def setup(self, view: SimView) -> None:
         n = view.num_jobs
         self.ranker = PlanRanker(view)
-        self.forest = history_forest(view, self.predictor, self.unseen, self.seed, self.history)
+        self.forest = history_forest(view, self.predictor, self.unseen, self.seed, self.history, self.env)
         self.vt = float(view.submit[0])  # virtual clock
         self._vnext = 0  # next job index to arrive in the virtual instance
         self._vheap: list[tuple[float, float, int, int]] = []  # (remaining, submit, job_id, job index)
@@ -400,8 +457,20 @@ class AsrptPolicy(ScriptedPolicy):
             due = min(due, dl[0][0])
         return due
 
-    def _try_start(self, j: int, k: int, mask: np.ndarray, horizon: float) -> int | None:
-        return start_action(self, self._he, j, k, mask, self._cands[j], horizon >= self.deadline[j])
+    def _try_start(
+        self, j: int, k: int, mask: np.ndarray, horizon: float, types_ok: np.ndarray | None = None
+    ) -> int | None:
+        return start_action(self, self._he, j, k, mask, self._cands[j], horizon >= self.deadline[j], types_ok)
+
+    def job_types(self, j: int) -> np.ndarray:
+        """(T,) bool: the GPU types job ``j`` can run on (those of its plans of ``g_i`` GPUs and of the plans
+        :func:`~baselines.heavy_edge.candidate_plans` gives it now), what it holds back under ``head="per_type"``."""
+        view = self.view
+        types = np.zeros(view.num_types, dtype=bool)
+        cand = self._cands[j]
+        types[view.plan_type[cand]] = True
+        types[view.plan_type[candidate_plans(self, j, cand)]] = True
+        return types
 
     def act(self, mask: np.ndarray) -> int:
         view = self.ensure_setup()
@@ -415,7 +484,8 @@ class AsrptPolicy(ScriptedPolicy):
         return self.wait_action(mask) if action is None else action
 
     def _choose(self, mask: np.ndarray, horizon: float) -> int | None:
-        """The start of the pending queue's head (or, with backfill, of the first pending job that can
+        """The start of the pending queue's head (with ``head="per_type"``, of the first pending job that can
+        start on a GPU type no earlier waiting job can run on; with backfill, of the first pending job that can
         start), None to wait."""
         status = self.view.status
         qv = self.env.visible_queue
@@ -423,6 +493,7 @@ class AsrptPolicy(ScriptedPolicy):
             return None
         slot = {int(j): k for k, j in enumerate(qv.tolist())}
         stale = False
+        held = None if self.backfill or self.head == "strict" else np.zeros(self.view.num_types, dtype=bool)
         for _, j in self._pending:
             if status[j] != QUEUED:
                 stale = True
@@ -430,13 +501,18 @@ class AsrptPolicy(ScriptedPolicy):
             k = slot.get(j)
             if k is None:
                 continue  # outside the queue window: the first visible pending job acts as head
-            action = self._try_start(j, k, mask, horizon)
+            action = self._try_start(j, k, mask, horizon, None if held is None else ~held)
             if action is not None:
                 self._started.add(j)
                 if stale:
                     self._compact(exclude=j)
                 return action
-            if not self.backfill:
+            if self.backfill:
+                continue
+            if held is None:
+                break
+            held |= self.job_types(j)  # per_type: it holds back the types it can run on
+            if held.all():
                 break
         if stale:
             self._compact()
@@ -447,16 +523,21 @@ class AsrptPolicy(ScriptedPolicy):
         self._pending = [(s, j) for s, j in self._pending if status[j] == QUEUED and j != exclude]
 
 
-def _history_workload(history: Any, predictor: str) -> Workload | None:
-    """``history`` as a Workload (None stays None); raises ConfigError naming the field for anything else."""
-    if history is None:
-        return None
+def _history_workload(history: Any, predictor: str) -> Workload | str | None:
+    """``history`` as a Workload (None and ``"auto"`` stay as they are); raises ConfigError naming the field for
+    anything else."""
+    if history is None or (isinstance(history, str) and history == AUTO):
+        return history
     if predictor != "forest":
         raise ConfigError(f"history trains the forest: it needs predictor='forest', got predictor={predictor!r}")
     if isinstance(history, Workload):
         return history
     if isinstance(history, (str, bytes)) or not isinstance(history, Sequence):
-        raise ConfigError(f"history must be a Workload or a sequence of JobSpec, got {type(history).__name__}")
+        raise ConfigError(
+            f"history must be a Workload, a sequence of JobSpec, None or 'auto', got {history!r}"
+            if isinstance(history, str) else
+            f"history must be a Workload, a sequence of JobSpec, None or 'auto', got {type(history).__name__}"
+        )
     bad = [i for i, job in enumerate(history) if not isinstance(job, JobSpec)]
     if bad:
         raise ConfigError(
@@ -468,4 +549,4 @@ def _history_workload(history: Any, predictor: str) -> Workload | None:
         raise ConfigError(f"history: {exc}") from None
 
 
-__all__ = ["AsrptPolicy", "IterationForest", "COMM_HEAVY", "DEFAULT_TAU"]
+__all__ = ["AsrptPolicy", "IterationForest", "COMM_HEAVY", "DEFAULT_TAU", "HEADS", "auto_history"]

@@ -89,18 +89,26 @@ class HeavyEdge:
 __all__ = ["HeavyEdge", "PLACEMENTS", "COMM_HEAVY", "DEFAULT_TAU", "check_placement"]
 
 
+def candidate_plans(policy: Any, j: int, cand: np.ndarray) -> np.ndarray:
+    """The plans :func:`start_action` chooses among for job ``j``: those of ``cand`` (plans of its GPU count,
+    fastest first) that have not run out of memory before, or else all of its ranked plans (``policy.ranker``)."""
+    cand = cand[~policy.view.oom_known[j, cand]]
+    return cand if cand.size else policy.ranker.ranked(j)  # every plan of g_i GPUs crashed: its others, ranked
+
+
 def start_action(
-    policy: Any, he: HeavyEdge, j: int, k: int, mask: np.ndarray, cand: np.ndarray, deadline_passed: bool
+    policy: Any, he: HeavyEdge, j: int, k: int, mask: np.ndarray, cand: np.ndarray, deadline_passed: bool,
+    types_ok: np.ndarray | None = None,
 ) -> int | None:
-    """The start action of queued job ``j`` (queue slot ``k``) on the first legal plan of ``cand`` (plans of its
-    GPU count, fastest first) that has not run out of memory before, or else on any of its ranked plans
-    (``policy.ranker``); a heavy job (``policy.heavy[j]``) takes only a consolidated placement until
+    """The start action of queued job ``j`` (queue slot ``k``) on the first legal plan of its
+    :func:`candidate_plans` (``cand``: plans of its GPU count, fastest first) whose GPU type ``types_ok`` (T,)
+    allows (None: any type); a heavy job (``policy.heavy[j]``) takes only a consolidated placement until
     ``deadline_passed``. None: no such plan can start now."""
     view, env = policy.view, policy.env
     p_n = view.num_plans
-    cand = cand[~view.oom_known[j, cand]]
-    if cand.size == 0:
-        cand = policy.ranker.ranked(j)  # every plan of g_i GPUs crashed: its other plans, ranked
+    cand = candidate_plans(policy, j, cand)
+    if types_ok is not None:
+        cand = cand[types_ok[view.plan_type[cand]]]
     row = mask[env.first_start + k * p_n : env.first_start + (k + 1) * p_n]
     legal = cand[row[cand]]
     if legal.size == 0:

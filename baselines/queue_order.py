@@ -94,7 +94,7 @@ class QueueOrderPolicy(ScriptedPolicy):
         tau: float = DEFAULT_TAU,
         unseen: str = "zero",
         seed: int = 0,
-        history: Workload | Sequence[JobSpec] | None = None,
+        history: Workload | Sequence[JobSpec] | str | None = None,
     ) -> None:
         super().__init__(env)
         if order not in ORDERS:
@@ -122,7 +122,7 @@ class QueueOrderPolicy(ScriptedPolicy):
         n = view.num_jobs
         self.ranker = PlanRanker(view)
         self.he = HeavyEdge(view, self.placement, self.comm_heavy)
-        self.forest = history_forest(view, self.predictor, self.unseen, self.seed, self.history)
+        self.forest = history_forest(view, self.predictor, self.unseen, self.seed, self.history, self.env)
         self.known = np.zeros(n, dtype=bool)  # (J,) per-job quantities computed
         self.gpus = np.zeros(n, dtype=np.int64)  # (J,) g_i
         self.pred_iters = np.zeros(n)  # (J,) n_i

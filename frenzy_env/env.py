@@ -359,6 +359,13 @@ class FrenzyEnv(gym.Env):
             self._needs_reset = True
         return self._observe(), float(jct_reward + invalid), terminated, truncated, info
 
+    @property
+    def workload_generator(self) -> Any:
+        """The generator this env draws each episode's workload from (``generate(seed)``, and ``history(seed)``
+        where it has one: the jobs before an episode, which a history-trained predictor may learn from); None
+        for a fixed workload. Read only: a policy may ask it for a history, never for the episode's own draw."""
+        return self._generator
+
     def action_masks(self) -> np.ndarray:
         """(A,) bool: the legal actions now (sb3-contrib's MaskablePPO calls this)."""
         return self._mask.copy()

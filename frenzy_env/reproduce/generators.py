@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from frenzy_env.errors import ConfigError
-from frenzy_env.workload.generators import GPU_DEMAND_COUNTS
+from frenzy_env.workload.generators import GPU_DEMAND_COUNTS, HISTORY_FRACTION
 
 PHILLY_TARGET_LOAD = 0.8  # offered reference-GPU load of the Philly window on the 96-GPU testbed
 ASRPT_CLUSTER = "doubling-64"  # homogeneous 64 GPUs: A-SRPT's model has identical GPUs
@@ -21,7 +21,6 @@ ASRPT_LOAD = 1.2  # A-SRPT's setting: load >= 1, so order matters
 #: recorded proportions. A-SRPT schedules distributed jobs with mixed parallelism; the week's 1-GPU jobs (80% of
 #: its jobs of at most 8 GPUs) form no queue on 64 GPUs at requested counts (see ``docs/reproduce.md``).
 ASRPT_GPU_DEMAND = tuple((g, float(c)) for g, c in GPU_DEMAND_COUNTS.items() if 2 <= g <= 8)
-HISTORY_FRACTION = 0.8  # the paper trains its forest on the first 80% of the trace
 
 
 def philly_generator(path: Path, n_jobs: int, start_day: float = 40.0, target_load: float = PHILLY_TARGET_LOAD):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -29,8 +30,8 @@ from frenzy_env.workload.configs import (
     reference_iteration_time,
 )
 from frenzy_env.workload.load import cluster_seconds, offered_load
-from frenzy_env.workload.spec import JobSpec, Workload
-from frenzy_env.workload.traces import ITP_EXTRACT, data_path
+from frenzy_env.workload.spec import JobSpec, Workload, _trace_workload
+from frenzy_env.workload.traces import ITP_EXTRACT, data_path, read_trace_cached
 from frenzy_env.world.cluster import ClusterSpec, get_gpu_type
 from frenzy_env.world.efficiency import DEFAULT_EFFICIENCY, check_efficiency
 from frenzy_env.world.layouts import powers_of_two
@@ -94,10 +95,34 @@ def _model_weights(models: list[ModelSpec]) -> np.ndarray:
 #: at bursts but the cluster keeps up over the window.
 DEFAULT_LOAD = 0.8
 
+#: Share of the jobs a history-trained predictor has seen: A-SRPT (Luo et al., arXiv 2501.05563) trains its
+#: random forest on the first 80% of its trace and evaluates on the rest, so a history holds
+#: ``0.8 / 0.2 = 4`` jobs per job of the episode (:func:`history_size`).
+HISTORY_FRACTION = 0.8
+#: The key of the history's random stream: ``numpy.random.default_rng([seed, HISTORY_STREAM])`` beside the
+#: episode's ``default_rng(seed)`` (a label: any value other than the episode's own stream would do).
+HISTORY_STREAM = 1
+
+
+def history_size(num_jobs: int) -> int:
+    """Jobs of the history of an episode of ``num_jobs`` jobs: ``num_jobs x 0.8 / 0.2`` (:data:`HISTORY_FRACTION`)."""
+    return int(round(num_jobs * HISTORY_FRACTION / (1.0 - HISTORY_FRACTION)))
+
+
+def history_seed(seed: int) -> int:
+    """The seed of a history's draws for the episode of ``seed``: the first word of the history's stream
+    (``numpy.random.SeedSequence([seed, HISTORY_STREAM])``), a fixed function of ``seed``."""
+    return int(np.random.SeedSequence([int(seed), HISTORY_STREAM]).generate_state(1)[0])
+
 
 @runtime_checkable
 class WorkloadGenerator(Protocol):
-    """Anything with ``generate(seed) -> Workload``."""
+    """Anything with ``generate(seed) -> Workload``.
+
+    A generator may also have ``history(seed) -> Workload | None``: jobs that ran before the episode of
+    ``seed`` and are none of its jobs, for policies that learn from finished jobs (A-SRPT's ``history="auto"``).
+    :class:`SyntheticGenerator` and :class:`TraceGenerator` have one; None (or no method) means no history.
+    """
 
     def generate(self, seed: int) -> Workload: ...
 
@@ -283,6 +308,18 @@ class SyntheticGenerator:
         return ref, per_node, draw
 
     def generate(self, seed: int) -> Workload:
+        return self._draw(seed, history=False)
+
+    def history(self, seed: int) -> Workload:
+        """The jobs that ran before the episode of ``seed``: :func:`history_size` jobs of the same world -- the
+        recurring groups of ``seed`` (each group's configuration, GPU count and base duration) -- with their own
+        draws (group membership, noise, the other jobs' configurations and durations, arrivals) from the stream
+        ``numpy.random.default_rng([seed, HISTORY_STREAM])``, never from the episode's ``default_rng(seed)``.
+        A draw of another seed would not do: group ids are positions in each draw's own templates, so group 3 of
+        another seed is another configuration."""
+        return self._draw(seed, history=True)
+
+    def _draw(self, seed: int, history: bool) -> Workload:
         cluster = ClusterSpec.preset(self.cluster) if isinstance(self.cluster, str) else self.cluster
         recorded = self.sizing == "recorded"
         if recorded:
@@ -308,6 +345,15 @@ class SyntheticGenerator:
         group_of = rng.integers(0, max(n_groups, 1), size=n)
         noise = rng.lognormal(0.0, self.group_sigma, size=n) if self.group_sigma > 0 else np.ones(n)
         gaps = rng.exponential(1.0, size=n)
+        if history:  # the groups' templates stay (the first rows); every per-job draw from the history's stream
+            n = history_size(n)
+            rng = np.random.default_rng([seed, HISTORY_STREAM])
+            u_cfg = np.concatenate([u_cfg[:n_groups], rng.random((n, u_cfg.shape[1]))])
+            u_dur = np.concatenate([u_dur[:n_groups], rng.random(n)])
+            in_group = rng.random(n) < self.recurring_fraction if n_groups else np.zeros(n, dtype=bool)
+            group_of = rng.integers(0, max(n_groups, 1), size=n)
+            noise = rng.lognormal(0.0, self.group_sigma, size=n) if self.group_sigma > 0 else np.ones(n)
+            gaps = rng.exponential(1.0, size=n)
         base_dur = _quantile_sample(self.duration_profile, u_dur)  # (G + n,)
 
         def config(k: int) -> tuple[ModelSpec, int, int, int]:
@@ -366,10 +412,10 @@ class SyntheticGenerator:
                 )
             )
         return Workload(
-            self.name,
+            f"{self.name}-history" if history else self.name,
             tuple(jobs),
-            source=f"synthetic: seed {seed}, load {self.load}, cluster {cluster.name}, "
-            f"durations {self.duration_profile}" + (", sizing recorded" if recorded else ""),
+            source=("history of " if history else "") + f"synthetic: seed {seed}, load {self.load}, cluster "
+            f"{cluster.name}, durations {self.duration_profile}" + (", sizing recorded" if recorded else ""),
         )
 
 
@@ -440,6 +486,59 @@ class TraceGenerator:
             source=f"{wl.source}; arrival times x {stretch:.4g} (offered load {rho:.3g} -> {self.load:g} on "
             f"{cluster.name})",
         )
+
+    def history(self, seed: int) -> Workload | None:
+        """The jobs that ran before the episode of ``seed``: the trace's own jobs outside the window, else a
+        synthetic stand-in. Never a job of the window: the window's rows (:meth:`TraceTable.window_rows`) are
+        excluded by position.
+
+        * The :func:`history_size` rows just before the window (fewer where the file has fewer), when the window
+          starts after the file's first row: the jobs that really ran before it.
+        * Else (the window starts at the file's first row) the :func:`history_size` rows just after the window,
+          when it ends before the file's last row: held-out jobs of the same trace (later ones: the predictor
+          learns from the same cluster's jobs, none of which is in the episode).
+        * Else (the window is the whole file, as for ``itp-default``'s one-week extract) a stand-in with no trace
+          row in it: :func:`history_size` jobs of a :class:`SyntheticGenerator` on this generator's cluster (its
+          sizing rule, models and efficiency), durations from the trace family's quantiles
+          (:data:`DURATION_QUANTILES`, ``"philly"`` for the Philly format, else ``"itp"``: 65,462 jobs of 8 ITP
+          clusters), GPU counts from :data:`GPU_DEMAND_COUNTS` and no recurring groups (trace jobs record none),
+          drawn with :func:`history_seed`. None without a cluster.
+
+        Trace rows are assigned models with :func:`history_seed` (not the episode's seed); their arrival times
+        start at 0 and are not rescaled (a history is read for its jobs' work, not its times).
+        """
+        table = read_trace_cached(self.path, format=self.format)
+        rows = table.window_rows(start=self.start, end=self.end, max_jobs=self.max_jobs)
+        k = history_size(rows.size)
+        lo, hi = int(rows[0]), int(rows[-1]) + 1
+        name = f"{self.name or Path(self.path).stem}-history"
+        if lo == 0 and hi == table.submit.size:
+            return self._stand_in(seed, k, name)
+        idx = np.arange(max(0, lo - k), lo) if lo > 0 else np.arange(hi, min(table.submit.size, hi + k))
+        mix = None
+        if self.cluster is not None:
+            spec = ClusterSpec.preset(self.cluster) if isinstance(self.cluster, str) else self.cluster
+            mix = [(t, spec.gpus_of_type(t), spec.max_gpus_per_node(t)) for t in spec.gpu_types]
+        wl = _trace_workload(
+            table.rows_from_zero(idx), seed=history_seed(seed), name=name, reference_gpu_type=self.reference_gpu_type,
+            gpus_per_node=self.gpus_per_node, models=self.models, gpu_mix=mix, sizing=self.sizing,
+        )
+        where = "before" if lo > 0 else "after"
+        return Workload(name, wl.jobs, source=f"{wl.source}; rows {idx[0] + 1}-{idx[-1] + 1}, {where} the window "
+                        f"(rows {lo + 1}-{hi})")
+
+    def _stand_in(self, seed: int, num_jobs: int, name: str) -> Workload | None:
+        """The synthetic history of a window that is the whole file (:meth:`history`); None without a cluster."""
+        if self.cluster is None:
+            return None
+        gen = SyntheticGenerator(
+            num_jobs=num_jobs, load=DEFAULT_LOAD, cluster=self.cluster, models=self.models,
+            duration_profile="philly" if self.format == "philly" else "itp", recurring_fraction=0.0, name=name,
+            sizing=self.sizing, efficiency=self.efficiency,
+        )
+        wl = gen.generate(history_seed(seed))
+        return Workload(name, wl.jobs, source=f"stand-in for the jobs before {self.path} (the window is the whole "
+                        f"file): {wl.source}")
 
 
 @dataclass(frozen=True)

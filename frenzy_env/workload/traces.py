@@ -92,6 +92,17 @@ class TraceTable:
     ) -> TraceTable:
         if not (isinstance(load_scale, (int, float)) and math.isfinite(load_scale) and load_scale > 0):
             raise ConfigError(f"load_scale must be a positive number, got {load_scale!r}")
+        return self.rows_from_zero(self.window_rows(start=start, end=end, max_jobs=max_jobs), load_scale)
+
+    def rows_from_zero(self, idx: np.ndarray, load_scale: float = 1.0) -> TraceTable:
+        """The rows ``idx`` (ascending positions), times shifted so that the first arrives at 0 and divided by
+        ``load_scale``."""
+        out = self.take(idx)
+        return dataclasses.replace(out, submit=(out.submit - out.submit[0]) / float(load_scale))
+
+    def window_rows(self, *, start: float | None, end: float | None, max_jobs: int | None) -> np.ndarray:
+        """(n,) positions of the window's rows: ``start <= submit < end``, the first ``max_jobs`` of them; a
+        contiguous ascending range (the times are sorted). Raises ConfigError for a bad window or an empty one."""
         if max_jobs is not None and (int(max_jobs) != max_jobs or max_jobs < 1):
             raise ConfigError(f"max_jobs must be a positive integer, got {max_jobs!r}")
         if start is not None and end is not None and not start < end:
@@ -109,9 +120,7 @@ class TraceTable:
                 f"{self.path}: no jobs in the window start={start}, end={end} "
                 f"(the trace spans {self.submit[0]:.0f} to {self.submit[-1]:.0f} s)"
             )
-        out = self.take(idx)
-        submit = (out.submit - out.submit[0]) / float(load_scale)
-        return dataclasses.replace(out, submit=submit)
+        return idx
 
     def gpu_count_error(self, job: int | None, message: str) -> TraceFormatError:
         """The error for a recorded GPU count of job ``job`` (a position in this table, or None): it names the
