@@ -50,7 +50,8 @@ class FrenzyEnv(gym.Env):
     resize keeps the job's slot) to plan p. ``start_action(job, plan)``, ``resize_action(job, plan)`` and
     ``start_rows(mask)`` do the arithmetic. With ``preemption=True`` R more actions follow:
     ``first_preempt + r`` (``first_preempt = 1 + W + Q*P + R*P``) preempts the r-th running job (checkpoint,
-    back to the queue with its progress; legal once its start-up is over, as a resize; the stop's cost is paid
+    back to the queue with its progress; legal when a resize is, as time goes: once its start-up is over and
+    as the ``resize_cooldown`` and ``one_action_per_instant`` keywords allow; the stop's cost is paid
     by its next start: :meth:`ClusterSimulator.preempt`); ``preempt_action(job)`` gives the index. "Wait" and
     the timed waits are legal while anything is pending (a finish, an OOM, an arrival, a wake-up), so no policy
     can keep an episode from ending by waiting.
@@ -118,10 +119,16 @@ class FrenzyEnv(gym.Env):
     extended estimate times a per-job factor drawn from measured residuals, or "estimate", v4's truth) and
     ``memory_margin`` (fraction of GPU memory the masks keep free, default 0); ``efficiency`` ("microbatch",
     the default: per-GPU efficiency rising with the micro-batch, accumulation not free,
-    :mod:`frenzy_env.world.efficiency`, or "flat", v4's speed); ``layouts`` ("no_accumulation", the default, or
-    "predictor", v4's plan-slot layouts, see Action Space)). Unknown keywords raise
-    :class:`ConfigError`. Window sizes: on the shipped ITP week under Frenzy more than 64 jobs wait at 2% of
-    decisions and more than 64 run at none (at 32 and 16 slots: 8.5% and 76%).
+    :mod:`frenzy_env.world.efficiency`; "per_type": the same with a curve and a level per GPU type; or "flat",
+    v4's speed); ``layouts`` ("no_accumulation", the default, or
+    "predictor", v4's plan-slot layouts, see Action Space); ``resize_cooldown`` (default None: a running job may
+    be resized or preempted once its start-up is over; a number of seconds: also not before that many seconds
+    after its last start or resize, 60 s being Pollux's and Sia's reallocation period) and
+    ``one_action_per_instant`` (default False: any number of actions on a job at one instant; True: at most one
+    start, resize or preemption of a job per simulated instant, so with it at most the jobs present plus one
+    steps pass before the clock moves): the masks show both rules, and the spaces are the same under them).
+    Unknown keywords raise :class:`ConfigError`. Window sizes: on the shipped ITP week under Frenzy more than 64
+    jobs wait at 2% of decisions and more than 64 run at none (at 32 and 16 slots: 8.5% and 76%).
 
     ## Version History
     * v0: initial version.
@@ -499,8 +506,8 @@ class FrenzyEnv(gym.Env):
         enc = self._encoder
         enc.update_visible()
         rv = enc.visible_running
-        if len(rv) and np.count_nonzero(sim.run_floats[rv, 1] > sim.now) < len(rv):
-            return False  # a running job past its start-up may be resizable
+        if len(rv) and sim.resize_ready(rv).any():
+            return False  # a running job past its start-up (and its cooldown) may be resizable
         qv = enc.visible_queue
         return not (len(qv) and np.count_nonzero(sim.start_mask(qv)))
 
@@ -523,12 +530,12 @@ class FrenzyEnv(gym.Env):
         self._mask[1 : self.first_start] = pending and not sim.done
         rows = self._mask_rows
         self._legal_moves = sim.legal_masks(enc.visible_queue, enc.visible_running, self.queue_slots, rows)
-        if self.preemption:  # a running job past its start-up (the rule of a resize) may be preempted
+        if self.preemption:  # a running job that time allows to resize (resize_ready) may be preempted
             stop = self._mask_preempt
             stop[:] = False
             rv = enc.visible_running
             if len(rv) and not sim.done:
-                stop[: len(rv)] = sim.run_floats[rv, 1] <= sim.now
+                stop[: len(rv)] = sim.resize_ready(rv)
                 self._legal_moves += int(np.count_nonzero(stop))
 
     def _info(self, components: dict[str, float]) -> dict[str, Any]:

@@ -114,15 +114,21 @@ def _compile(func: Any) -> Any:
 
 
 # The kernels' Python sources: numba compiles them (run as plain Python they give the same results, slowly).
-def _legal_masks(cap, tl, thr, nq, q_rows, slots, plans, pairs, pf, now, free, gain, out):
+def _legal_masks(cap, tl, thr, nq, q_rows, slots, plans, pairs, pf, now, free, gain, out, queue, running, last,
+                 cooldown, one_action):
     rows, p = out.shape
     nr = slots.shape[0]
     for i in range(nr):
         if slots[i] < 0:
             return -1 - i  # not running: the caller raises
+    paced = cooldown > 0.0 or one_action
     capf = cap.ravel()
     count = 0
     for i in range(nq):  # start rows: the plan's GPUs placeable now
+        if one_action and last[queue[i]] >= now:  # acted on at this instant: no start before time moves
+            for j in range(p):
+                out[i, j] = False
+            continue
         for j in range(p):
             ok = capf[tl[i, j]] >= thr[i, j]
             out[i, j] = ok
@@ -137,7 +143,11 @@ def _legal_masks(cap, tl, thr, nq, q_rows, slots, plans, pairs, pf, now, free, g
     for i in range(nr):  # resize rows: placeable once the job's own GPUs are freed
         s = slots[i]
         row = q_rows + i
-        if pf[s] > now:  # still starting: no resize
+        held = pf[s] > now  # still starting: no resize
+        if paced and not held:  # within its cooldown, or acted on at this instant
+            t = last[running[i]]
+            held = t + cooldown > now or (one_action and t >= now)
+        if held:
             for j in range(p):
                 out[row, j] = False
             continue
@@ -273,6 +283,11 @@ def legal_masks(
     free: np.ndarray,
     gain: np.ndarray,
     out: np.ndarray,
+    queue: np.ndarray,
+    running: np.ndarray,
+    last: np.ndarray,
+    cooldown: float,
+    one_action: bool,
 ) -> int:
     """Fill ``out`` (rows, P) bool with :meth:`ClusterSimulator.legal_masks` from the simulator's arrays
     (compiled; ValueError when the numpy code is in use). Returns the number of True cells, or ``-1 - i``
@@ -283,8 +298,15 @@ def legal_masks(
     + plans[3, s, p] + g[plans[1, s, p]] >= plans[2, s, p]`` with ``g`` (L + 1,) the sum over the (node,
     cell) ``pairs[s]`` of the nodes it shares (padded with node -1) of ``gain[cell + free[node]]``. Every
     other row is False.
+
+    The pacing rules (``SimConfig.resize_cooldown``, ``one_action_per_instant``), from ``last`` (J,) the time
+    of each job's last action and the job indices ``queue`` (>= nq) and ``running`` (the jobs of ``slots``):
+    with ``one_action``, start row i is False where ``last[queue[i]] >= now``; resize row i is False where
+    ``last[running[i]] + cooldown > now`` or, with ``one_action``, ``last[running[i]] >= now``. With
+    ``cooldown`` 0 and ``one_action`` False neither array is read.
     """
-    return _require("legal_masks")(cap, tl, thr, nq, q_rows, slots, plans, pairs, pf, now, free, gain, out)
+    return _require("legal_masks")(cap, tl, thr, nq, q_rows, slots, plans, pairs, pf, now, free, gain, out, queue,
+                                   running, last, cooldown, one_action)
 
 
 def running_rows(

@@ -56,19 +56,32 @@ def test_legal_masks_kernel_on_a_hand_computed_instance(jit_on, compiled):
     pf = np.array([0.0, 50.0])  # slot 1 started up at 50
     out = np.ones((4, 2), dtype=bool)
     slots = np.array([1, 0], dtype=np.int64)  # running row 0 is slot 1, row 1 is slot 0
+    # the pacing rules off: job 0 queued, jobs 1 and 2 running (last acted on at 40 and 0)
+    pacing = (np.array([0]), np.array([1, 2]), np.array([-math.inf, 40.0, 0.0]), 0.0, False)
     # queue rows: 1 row (q_rows 2: row 1 is an empty queue slot); running rows 2, 3
-    count = legal_masks(cap, tl, thr, 1, 2, slots, plans, pairs, pf, 100.0, free, gain, out)
+    count = legal_masks(cap, tl, thr, 1, 2, slots, plans, pairs, pf, 100.0, free, gain, out, *pacing)
     # row 0: 3 >= 1, 2 >= 4 -> [T, F]; row 1 empty -> [F, F]
     # row 2 (slot 1): plan 0: 3 + 1 + 1 = 5 >= 1; plan 1: 2 + 0 + 2 = 4 >= 3 -> [T, T]
     # row 3 (slot 0): plan 0: 3 + 0 + 0 >= 1; plan 1: 2 + 0 + 0 >= 4 is False -> [T, F]
     assert out.tolist() == [[True, False], [False, False], [True, True], [True, False]]
     assert count == 4
+    # a 60 s cooldown: job 1 (acted on at 40) is held until 100, job 2 (at 0) is not; at 100 both may move
+    last = pacing[2]
+    count = legal_masks(cap, tl, thr, 1, 2, slots, plans, pairs, pf, 99.0, free, gain, out, *pacing[:3], 60.0, False)
+    assert out.tolist() == [[True, False], [False, False], [False, False], [True, False]] and count == 2
+    count = legal_masks(cap, tl, thr, 1, 2, slots, plans, pairs, pf, 100.0, free, gain, out, *pacing[:3], 60.0, False)
+    assert out[2].tolist() == [True, True] and count == 4
+    # one action per instant at 100: job 0 preempted at 100 (no start), job 2 resized at 100 (no resize)
+    last[[0, 2]] = 100.0
+    count = legal_masks(cap, tl, thr, 1, 2, slots, plans, pairs, pf, 100.0, free, gain, out, *pacing[:3], 0.0, True)
+    assert out.tolist() == [[False, False], [False, False], [True, True], [False, False]] and count == 2
+    last[[0, 2]] = [-math.inf, 0.0]
     pf[1] = 150.0  # slot 1 is still starting at 100: no resize
-    count = legal_masks(cap, tl, thr, 1, 2, slots, plans, pairs, pf, 100.0, free, gain, out)
+    count = legal_masks(cap, tl, thr, 1, 2, slots, plans, pairs, pf, 100.0, free, gain, out, *pacing)
     assert out[2].tolist() == [False, False] and count == 2
     slots[1] = -1  # a job that does not run: reported, nothing written
     before = out.copy()
-    assert legal_masks(cap, tl, thr, 1, 2, slots, plans, pairs, pf, 100.0, free, gain, out) == -2
+    assert legal_masks(cap, tl, thr, 1, 2, slots, plans, pairs, pf, 100.0, free, gain, out, *pacing) == -2
     assert (out == before).all()
 
 
@@ -131,6 +144,11 @@ CASES = [
     {"cluster": "frenzy-testbed", "workload": "synthetic", "queue_slots": 3, "running_slots": 2},
     {"cluster": "large-1024", "workload": "synthetic-small"},
     {"cluster": "pai-2020", "workload": "synthetic-small", "predictor": "frenzy"},
+    # the pacing rules, with preemption; then with free starts and restarts (progress_from == the action's time)
+    {"cluster": "frenzy-testbed", "workload": "synthetic", "resize_cooldown": 60.0, "one_action_per_instant": True,
+     "preemption": True},
+    {"cluster": "frenzy-testbed", "workload": "synthetic", "one_action_per_instant": True, "preemption": True,
+     "startup_time": 0.0, "restart_overhead": 0.0, "load_bandwidth": math.inf, "checkpoint_bandwidth": math.inf},
 ]
 
 
@@ -172,11 +190,17 @@ def test_compiled_and_numpy_paths_give_the_same_episode(kwargs, restore_jit):
     assert steps == 400
 
 
-def test_switching_paths_mid_episode_keeps_the_masks_right(restore_jit):
+FREE_RESTARTS = dict(startup_time=0.0, restart_overhead=0.0, load_bandwidth=math.inf, checkpoint_bandwidth=math.inf)
+
+
+@pytest.mark.parametrize("config", [
+    SimConfig(startup_time=5.0), SimConfig(**FREE_RESTARTS, resize_cooldown=30.0, one_action_per_instant=True),
+], ids=["default", "pacing"])
+def test_switching_paths_mid_episode_keeps_the_masks_right(config, restore_jit):
     """The simulator chooses the path at each call: toggling between steps still gives the reference masks."""
     spec = ClusterSpec.preset("frenzy-testbed")
     wl = SyntheticGenerator(num_jobs=60, load=3.0, cluster=spec).generate(1)
-    sim = ClusterSimulator(spec, wl, SimConfig(startup_time=5.0))
+    sim = ClusterSimulator(spec, wl, config)
     rng = np.random.default_rng(0)
     for step in range(300):
         kernels.set_enabled(step % 3 != 0)

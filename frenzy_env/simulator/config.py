@@ -109,6 +109,22 @@ class SimConfig:
         back to the "predictor" choice on a slot where the predictor admits none. With ``predictor="frenzy"``
         a slot then runs exactly the (d, t) plan of the paper's search on that count
         (:func:`frenzy_env.world.memory.planning.plan_resources` with ``max_pp=1, accumulate=False``) that is fastest.
+    resize_cooldown: seconds after a running job's last start or resize before it may be resized or preempted
+        again (as well as past its start-up): ``None`` (the default) or 0: no wait beyond the start-up (env v5's
+        dynamics); the recommended value is 60 s (Pollux's and Sia's reallocation period), which bounds how
+        often one job's allocation changes in simulated time. Sources: Pollux re-optimises allocations every
+        60 s, its scheduling interval (Qiao et al., OSDI 2021; the ``--interval`` default of its artifact's
+        simulator, petuum/adaptdl ``simulator/simulator.py``); Sia's round is 60 s (Subramanya et al., SOSP
+        2023; ``round_s`` of :mod:`baselines.sia`). A preemption counts as a resize to no GPUs: without the
+        cooldown on it, a preemption and a start at once would be a resize without one.
+    one_action_per_instant: False (the default: env v5's dynamics) or True: a job takes at most one action
+        (start, resize or preempt) per decision instant (the clock ``now``): after any action on job j at time
+        t, no start, resize or preemption of j is legal until the clock has moved past t. Each action at one
+        instant then acts on a job not acted on before at it, so at most as many actions as there are jobs in
+        the system are legal before time moves (:attr:`ClusterSimulator.last_action` holds each job's time). A
+        job back in the queue at the instant it was acted on (preempted, or out of memory at once with
+        ``oom_delay=0``) gets a wake-up 1 s later (:data:`~frenzy_env.simulator.core.MIN_WAKEUP_INTERVAL`), the
+        first instant at which it may start again.
     """
 
     predictor: str = "extended"
@@ -127,6 +143,8 @@ class SimConfig:
     utilisation: float = DEFAULT_UTILISATION
     efficiency: str = DEFAULT_EFFICIENCY
     layouts: str = "no_accumulation"
+    resize_cooldown: float | None = None
+    one_action_per_instant: bool = False
 
     def __post_init__(self) -> None:
         if self.predictor not in PREDICTORS:
@@ -161,6 +179,14 @@ class SimConfig:
         check_efficiency(self.efficiency)
         if self.layouts not in LAYOUTS:
             raise ConfigError(f"layouts must be one of {', '.join(LAYOUTS)}, got {self.layouts!r}")
+        c = self.resize_cooldown
+        if c is not None and (
+            isinstance(c, (bool, np.bool_)) or not isinstance(c, (int, float, np.integer, np.floating))
+            or not (math.isfinite(c) and c >= 0)
+        ):
+            raise ConfigError(f"resize_cooldown must be None or a finite number of seconds >= 0, got {c!r}")
+        if not isinstance(self.one_action_per_instant, (bool, np.bool_)):
+            raise ConfigError(f"one_action_per_instant must be True or False, got {self.one_action_per_instant!r}")
 
     @classmethod
     def from_dict(cls, values: dict) -> SimConfig:

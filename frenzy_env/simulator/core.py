@@ -85,6 +85,10 @@ class ClusterSimulator(_MaskLayer):
         if self.num_jobs == 0:
             raise ConfigError(f"workload {workload.name!r} has no jobs")
         self.plan_table = PlanTable(cluster, self.jobs, workload, self.config, seed)
+        # the pacing rules (SimConfig.resize_cooldown, one_action_per_instant), read with ``last_action``
+        self._cooldown = float(self.config.resize_cooldown or 0.0)  # seconds
+        self._one_action = bool(self.config.one_action_per_instant)
+        self._paced = self._cooldown > 0 or self._one_action  # either rule is on
         vars(self).update(self.plan_table.fields())  # its fields as attributes: one look-up on the hot path
         self._spread_iter_time: dict[tuple[int, int, int], float] = {}  # (row, plan, nodes) -> s/iteration
         self._resize_rows: dict[tuple[int, int], np.ndarray] = {}  # (row key, plan) -> (3P,) see _resize_row
@@ -130,6 +134,9 @@ class ClusterSimulator(_MaskLayer):
         # (J,) seconds a preempted job's next start adds to its start-up: restart_overhead + writing the
         # checkpoint on the plan it was preempted from (0 for a job never preempted since its last start)
         self.resume_extra = np.zeros(n, dtype=np.float64)
+        # (J,) time of each job's last start, resize or preemption (-inf before its first): what the rules of
+        # SimConfig.resize_cooldown and one_action_per_instant read (resize_ready, the masks, the actions)
+        self.last_action = np.full(n, -math.inf)
         # change counters: views built on the queue / the running set can tell when to rebuild
         self.queue_version = 0
         self.running_version = 0  # any start, resize or stop
@@ -258,10 +265,13 @@ class ClusterSimulator(_MaskLayer):
         return row[plan] + self._row_save_l[self._row_key_l[job]][run.plan]
 
     def start(self, job: int, plan: int) -> bool:
-        """Start queued ``job`` on plan slot ``plan``. Returns False (and changes nothing) if illegal."""
+        """Start queued ``job`` on plan slot ``plan``. Returns False (and changes nothing) if illegal (with
+        ``one_action_per_instant``, also when the job was acted on at this instant: preempted)."""
         if not (0 <= plan < self.num_plans) or not (0 <= job < self.num_jobs) or self.status[job] != QUEUED:
             return False
         if not self.avail[job, plan]:  # pred_ok and not oom_known
+            return False
+        if self._one_action and self.last_action[job] >= self.now:  # acted on at this instant (a preemption)
             return False
         placed = self._placement(job, plan, self.state.free_l)
         if placed is None:
@@ -275,11 +285,15 @@ class ClusterSimulator(_MaskLayer):
         return True
 
     def resize(self, job: int, plan: int) -> bool:
-        """Restart running ``job`` on another plan slot, paying the restart overhead. False if illegal."""
+        """Restart running ``job`` on another plan slot, paying the restart overhead. False if illegal: during its
+        start-up, and with the pacing rules within ``resize_cooldown`` of its last start or resize or when acted
+        on at this instant (:meth:`resize_ready`)."""
         run = self.running.get(job)
         if run is None or not (0 <= plan < self.num_plans) or plan == run.plan or run.progress_from > self.now:
             return False
         if not self.avail[job, plan]:  # pred_ok and not oom_known
+            return False
+        if self._paced and not self._rested(job):  # within its cooldown, or acted on at this instant
             return False
         free = self.state.free_l.copy()  # the job's own GPUs count as free
         for node, k in zip(run.nodes, run.want):
@@ -311,10 +325,18 @@ class ClusterSimulator(_MaskLayer):
         the checkpoint on its current plan) is added to the start-up of its next start
         (:meth:`startup_seconds` + ``resume_extra[job]``), so a preemption and the later restart together
         cost the job what a resize does. (The checkpoint write is charged to the job's time, not to the
-        GPUs it frees: they are free for others at once.)"""
+        GPUs it frees: they are free for others at once.) With ``resize_cooldown`` or ``one_action_per_instant``
+        set, illegal where a resize would be for those rules (:meth:`resize_ready`; the start-up itself is the
+        environment's rule, its mask's). With ``one_action_per_instant`` the job may not start again before the
+        clock moves, so a preemption (as an out-of-memory failure at the instant of the job's start) sets a
+        wake-up :data:`MIN_WAKEUP_INTERVAL` later (outside the per-instant cap of :meth:`request_wakeup`): the
+        first instant a wake-up may take, at which the job may start again and the environment consults its
+        policy (else the clock would move on only at the next finish, OOM or arrival, however far, or, with
+        nothing else pending, not at all)."""
         run = self.running.get(job)
-        if run is None:
+        if run is None or (self._paced and not self._rested(job)):
             return False
+        self.last_action[job] = self.now
         self.resume_extra[job] = self._row_save_l[self._row_key_l[job]][run.plan]
         self.done_iters[job] = self._stop(job, "preempted")
         self.restarts += 1
@@ -445,6 +467,7 @@ class ClusterSimulator(_MaskLayer):
         held, want = placed
         rec = self.records[job]
         now = self.now
+        self.last_action[job] = now
         if slot < 0:  # (a restart keeps the job's status, slot and first start time)
             self.state._take(job, held, want)
             self.status[job] = RUNNING
@@ -557,6 +580,13 @@ class ClusterSimulator(_MaskLayer):
         bisect.insort(self.queue, job)
         self.queue_version += 1
         self.requeued.append(job)
+        if self._one_action and self.last_action[job] >= self.now:  # (preempted, or out of memory at its start)
+            # it may not start before the clock moves: a wake-up at the first instant one may take (outside the
+            # per-instant cap), so the policy is consulted then and time can always move on
+            t = self.now + MIN_WAKEUP_INTERVAL
+            if t not in self._wake_times:
+                self._wake_times.add(t)
+                self._push(t, _WAKE, -1, -1)
 
     def _arrive_due(self) -> None:
         n = self.num_jobs

@@ -18,6 +18,9 @@ and when they are invalidated:
   for jobs whose ``avail`` row differs from ``pred_ok`` (``_oom_jobs``). ``_offsets``: index offsets per
   number of running jobs.
 
+The pacing rules (``SimConfig.resize_cooldown``, ``one_action_per_instant``) are not cached: every call compares
+the jobs' ``last_action`` with the clock (:meth:`_MaskLayer.resize_ready`).
+
 Copies and pickles leave ``_CACHES`` out (they may hold views, which a copy would turn into separate arrays);
 the next call rebuilds them. The caches live on the simulator itself (this is
 a mixin of :class:`~frenzy_env.simulator.ClusterSimulator`), so the hot path reads them in one look-up.
@@ -122,7 +125,10 @@ class _MaskLayer:
             cells = self._job_pl[jobs].astype(np.intp)  # (n, P)
             cells[~self.avail[jobs]] = len(self._ok) - 1
             cached = self._start_cache = (key, cells)
-        return self._placeable().take(cached[1], out=out, mode="clip")
+        mask = self._placeable().take(cached[1], out=out, mode="clip")
+        if self._one_action:  # a job acted on at this instant (preempted) is not started again before time moves
+            mask[self.last_action[jobs] >= self.now] = False
+        return mask
 
     def resize_mask(self, jobs: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """(len(jobs), P) bool: ``resize(job, p)`` would succeed now (jobs must be running).
@@ -131,7 +137,7 @@ class _MaskLayer:
         plan p's GPU type has ``plan_count[p]`` GPUs placeable in groups of the layout's tensor-parallel
         level once the job's own GPUs are freed: ``cap`` plus, on the job's own type, what its nodes give
         back (fixed on nodes it holds whole, looked up in ``gain_table_z`` on nodes it shares); and the job
-        is past its start-up.
+        is past its start-up and not held by the pacing rules (:meth:`resize_ready`).
         """
         jobs = np.asarray(jobs, dtype=np.int64)
         r = len(jobs)
@@ -151,13 +157,36 @@ class _MaskLayer:
             have += self._shared_gain(*shared)
         np.greater_equal(have, thr, out=out)
         ready = progress_from <= self.now  # (R,) past its start-up (a job still starting cannot be resized)
+        if self._paced:
+            ready &= self._rested(jobs)
         out &= ready[:, None]
         return out
+
+    def resize_ready(self, jobs: np.ndarray) -> np.ndarray:
+        """(len(jobs),) bool: running ``jobs`` that time allows to resize now (to a plan that can be placed) and,
+        in the environment, to preempt: past their start-up (``progress_from <= now``) and not held by the
+        pacing rules: ``resize_cooldown`` seconds have passed since their last start or resize and, with
+        ``one_action_per_instant``, that was before this instant (``last_action < now``)."""
+        jobs = np.asarray(jobs, dtype=np.int64)
+        ready = self.run_floats[jobs, 1] <= self.now
+        if self._paced:
+            ready &= self._rested(jobs)
+        return ready
+
+    def _rested(self, jobs: np.ndarray | int) -> np.ndarray | bool:
+        """The pacing rules allow an action on ``jobs`` (running ones, or one job) now: ``last_action +
+        resize_cooldown <= now`` and, with ``one_action_per_instant``, ``last_action < now``."""
+        last = self.last_action[jobs]
+        ok = last + self._cooldown <= self.now
+        if self._one_action:
+            ok &= last < self.now
+        return ok
 
     def legal_masks(self, queue: np.ndarray, running: np.ndarray, q_rows: int, out: np.ndarray) -> int:
         """Both masks in one (rows, P) bool array ``out``: row i < len(queue) is ``start_mask(queue)[i]``,
         row q_rows + i (i < len(running)) is ``resize_mask(running)[i]``, every other row is False. Returns
-        the number of True cells (legal starts and resizes).
+        the number of True cells (legal starts and resizes). Start rows of jobs acted on at this instant
+        (``one_action_per_instant``) and resize rows of jobs :meth:`resize_ready` holds back are False.
 
         The same values as :meth:`start_mask` and :meth:`resize_mask`, with one look-up and one comparison
         for both (see :class:`_MaskCache`) for a caller that needs both after every action (the environment);
@@ -188,7 +217,8 @@ class _MaskLayer:
                 c.slots = self._slot_of[running]
             st = self.state
             count = kernel(st.cap, tl, thr, nq, q_rows, c.slots, self._slot_plans, self._slot_pairs, self._slot_pf,
-                           self.now, st.free, st.gain_table_z, out)
+                           self.now, st.free, st.gain_table_z, out, queue, running, self.last_action, self._cooldown,
+                           self._one_action)
             if count < 0:
                 c.slots_key = None
                 raise KeyError(int(running[-1 - count]))  # not running
@@ -209,9 +239,13 @@ class _MaskLayer:
                 have[q_rows : q_rows + nr] += self._shared_gain(*c.shared)
             np.greater_equal(have, thr, out=out)
             ready = c.progress_from <= self.now  # (R,) past its start-up
+            if self._paced:
+                ready &= self._rested(running)
             out[q_rows : q_rows + nr] &= ready[:, None]
         else:
             np.greater_equal(have, thr, out=out)
+        if self._one_action and nq:  # jobs acted on at this instant (preempted) are not started again
+            out[:nq][self.last_action[queue] >= self.now] = False
         return int(np.count_nonzero(out))
 
     def _running_rows(self, jobs: np.ndarray, out: np.ndarray) -> tuple:

@@ -5,7 +5,9 @@ simulator's public state, what must hold after every reset, step or simulator ca
 GPUs within ``[0, capacity]``, the owner array agreeing with every running job's allocation, valid status
 transitions, every job finished exactly once or rejected with a reason, time never going back, work done never
 above work asked, an illegal action changing nothing, and at the end of an episode the metrics agreeing with the
-per-job records), independently of the simulator's own ``check_invariants`` (which it also calls). Every failure
+per-job records; with ``SimConfig.resize_cooldown`` or ``one_action_per_instant`` set, the pacing rules over the
+attempt log: no resize or preemption within the cooldown of the job's last start or resize, no job acted on twice
+at one instant), independently of the simulator's own ``check_invariants`` (which it also calls). Every failure
 raises :class:`InvariantViolation`. The fuzzer (:mod:`frenzy_env.testing.fuzzing`, ``scripts/fuzz.py``) and the
 property tests drive it.
 """
@@ -94,6 +96,11 @@ class InvariantChecker:
         self._invalid = 0
         self._steps = 0
         self._job = -1
+        # the pacing rules over the attempt log (see _check_pacing): attempts read so far, the open ones, and
+        # the time of each job's last action (by job id)
+        self._attempts_read = 0
+        self._open_attempts: list[Any] = []
+        self._acted: dict[int, float] = {}
 
     def on_reset(self, obs: dict, info: dict) -> None:
         sim = self.env.sim
@@ -287,8 +294,55 @@ class InvariantChecker:
         _require((prog >= 0).all(), "negative progress")
         _require(sim.next_event_time() >= now, "an event is due in the past")
         _require(sim.done == (sim.finished + sim.rejected == n_jobs), "done flag")
+        if sim.config.resize_cooldown or sim.config.one_action_per_instant:
+            self._check_pacing()
         if full:
             self._check_records()
+
+    def _check_pacing(self) -> None:
+        """The pacing rules, from the attempt log (an attempt begins with a start or a resize; one that ends
+        "resized" or "preempted" ends with a resize or a preemption): with ``resize_cooldown`` c, every attempt
+        ended by a resize or a preemption lasted at least c; with ``one_action_per_instant``, each job's action
+        times strictly increase. Reads only the attempts that are new or were open at the last check."""
+        sim = self.sim
+        cooldown = float(sim.config.resize_cooldown or 0.0)
+        one = bool(sim.config.one_action_per_instant)
+        still_open = []
+        for a in self._open_attempts:  # ended since the last check: by a resize, a preemption, a finish or an OOM
+            if a.outcome == "running":
+                still_open.append(a)
+            else:
+                self._pacing_end(a, cooldown, one)
+        attempts = sim.attempts
+        for a in attempts[self._attempts_read :]:
+            last = self._acted.get(a.job_id, -math.inf)
+            _require(
+                not one or a.start_time > last,
+                f"job {a.job_id} acted on twice at {a.start_time} (a start or resize after an action at that instant)",
+            )
+            self._acted[a.job_id] = a.start_time
+            if a.outcome == "running":
+                still_open.append(a)
+            else:
+                self._pacing_end(a, cooldown, one)
+        self._attempts_read = len(attempts)
+        self._open_attempts = still_open
+
+    def _pacing_end(self, attempt: Any, cooldown: float, one: bool) -> None:
+        """The pacing rules at the end of ``attempt`` (see :meth:`_check_pacing`)."""
+        if attempt.outcome not in ("resized", "preempted"):
+            return
+        _require(
+            attempt.start_time + cooldown <= attempt.end_time,
+            f"job {attempt.job_id} {attempt.outcome} at {attempt.end_time}, within the {cooldown} s cooldown of its "
+            f"start or resize at {attempt.start_time}",
+        )
+        if attempt.outcome == "preempted":
+            _require(
+                not one or attempt.end_time > attempt.start_time,
+                f"job {attempt.job_id} acted on twice at {attempt.end_time} (preempted at the instant it started)",
+            )
+            self._acted[attempt.job_id] = attempt.end_time
 
     def _check_records(self) -> None:
         """Every per-job record against the status arrays (O(jobs) Python: not every step in the fuzzer)."""
