@@ -116,7 +116,10 @@ class FrenzyEnv(gym.Env):
     :class:`SimConfig` field (``startup_time``, ``restart_overhead``, ``checkpoint_bandwidth``,
     ``load_bandwidth``, ``oom_delay``, ``max_plan_gpus``,
     ``placement``, ``work_info``, ``work_noise``, ``utilisation``; ``memory_truth`` ("residual", the default: the
-    extended estimate times a per-job factor drawn from measured residuals, or "estimate", v4's truth) and
+    extended estimate times a per-job factor drawn from measured residuals; "estimate", v4's truth; or
+    "published": the CUDA context plus a per-job factor, drawn from 27 published runs of six frameworks and the
+    caching allocator's fragmentation, times the layout's structural peak, no predictor's estimate,
+    :mod:`frenzy_env.world.memory.published_truth`) and
     ``memory_margin`` (fraction of GPU memory the masks keep free, default 0); ``efficiency`` ("microbatch",
     the default: per-GPU efficiency rising with the micro-batch, accumulation not free,
     :mod:`frenzy_env.world.efficiency`; "per_type": the same with a curve and a level per GPU type; or "flat",

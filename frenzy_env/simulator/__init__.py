@@ -10,7 +10,8 @@ World model
   each job and plan slot the simulator precomputes, once, with numpy (Gavel's job x plan matrix):
   the data/tensor-parallel layout the predictor picks (the fastest layout the predictor says fits), whether
   the predictor says it fits (``pred_ok``), whether it truly fits (``true_ok``, the "extended" estimator;
-  times the job's memory factor under ``memory_truth="residual"``),
+  times the job's memory factor under ``memory_truth="residual"``; under ``"published"`` the CUDA context plus
+  the job's factor times the layout's structural peak),
   and its iteration time on a consolidated placement.
 * ``start(job, p)`` places the job with the configured placer and allocates GPUs. Progress begins after its
   start-up, ``startup_seconds(job, p)``: ``startup_time`` plus reading the model states (the cost model of

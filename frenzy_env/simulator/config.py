@@ -18,7 +18,8 @@ FUTURE, QUEUED, RUNNING, DONE, REJECTED = 0, 1, 2, 3, 4
 #: Rajbhandari et al. SC'20, K = 12; Gemini, SOSP'23: 42 min at 20 Gbit/s for MT-NLG's 530e9 parameters)
 CHECKPOINT_BYTES_PER_PARAM = 12.0
 PREDICTORS = ("frenzy", "extended", "oracle")
-MEMORY_TRUTHS = ("estimate", "residual")  # SimConfig.memory_truth (see frenzy_env.world.memory.truth)
+#: SimConfig.memory_truth (frenzy_env.world.memory.truth; "published": frenzy_env.world.memory.published_truth)
+MEMORY_TRUTHS = ("estimate", "residual", "published")
 WORK_INFO = ("exact", "noisy", "none")
 LAYOUTS = ("predictor", "no_accumulation")  # SimConfig.layouts: which layout a (GPU type, count) plan slot runs
 
@@ -36,7 +37,13 @@ class SimConfig:
         "residual" (the default, env v5's) -- the extended estimate times a per-job factor drawn,
         from the episode seed and the job id, from the estimator's leave-one-source-out residuals on published
         measurements (:mod:`frenzy_env.world.memory.truth`), so "oracle" (which predicts the truth, factor
-        included) never fails and "extended" sometimes does.
+        included) never fails and "extended" sometimes does; "published" -- no predictor's estimate: the CUDA
+        context plus the layout's structural peak (model states, activations, working set, logits) times a
+        per-job factor drawn, from the seed and the job id, from what 27 published runs of six frameworks
+        (DeepSpeed included) measured over their own structural peaks, with the caching allocator's
+        fragmentation drawn (0 to 30%, GMLake) where the measurement left it out
+        (:mod:`frenzy_env.world.memory.published_truth`): "frenzy" and "extended" are each wrong in both
+        directions, "extended" by up to half under.
     memory_margin: fraction of each GPU's memory the masks keep free: a plan is predicted to fit when the
         predictor's estimate is at most ``(1 - memory_margin)`` x the GPU's memory (the oracle's "estimate"
         is the truth). In [0, 1); 0 (the default): none. It changes what policies may

@@ -9,7 +9,9 @@ fast ones the fewest pipeline stages, the smallest tp and the largest micro-batc
 one; ``layout_tp``, and per
 distinct configuration ``_row_pp_l``, ``_row_mb_l``), whether the predictor says it fits
 (``pred_ok``), whether it truly fits (``true_ok``, the "extended" estimator, times the job's ``memory_factor``
-under ``memory_truth="residual"``: :mod:`frenzy_env.world.memory.truth`), and its seconds per iteration on
+under ``memory_truth="residual"``: :mod:`frenzy_env.world.memory.truth`; under ``"published"`` the CUDA context
+plus the job's ``memory_factor`` times the layout's structural peak: :mod:`frenzy_env.world.memory.published_truth`),
+and its seconds per iteration on
 a consolidated placement (``iter_time``). The matrices are computed once per distinct (model, batch, sequence)
 and gathered for the jobs with it; per-job index tables (``_job_pl``, ``_job_tl``) turn the masks into
 gathers, and Python-tuple mirrors (``_l`` suffix) serve the hot path's scalar reads. Arrays are read-only
@@ -27,6 +29,7 @@ from frenzy_env.world.cluster import ClusterSpec, get_gpu_type
 from frenzy_env.world.layouts import plan_layouts, powers_of_two
 from frenzy_env.world.memory.estimator import estimate_memory_layouts
 from frenzy_env.world.memory.planning import plan_resources
+from frenzy_env.world.memory.published_truth import published_factors, true_peak_layouts
 from frenzy_env.world.memory.truth import memory_factors
 from frenzy_env.world.throughput import iteration_time_array
 
@@ -134,10 +137,13 @@ class PlanTable:
         # so its row is its own (keyed by the factor too); "estimate": factor 1, rows shared as before
         if cfg.memory_truth == "residual":
             self.memory_factor = memory_factors(seed, [int(j.job_id) for j in jobs])  # (J,)
+        elif cfg.memory_truth == "published":  # true peak = context + factor x structural peak
+            self.memory_factor = published_factors(seed, [int(j.job_id) for j in jobs])  # (J,)
         else:
             self.memory_factor = np.ones(n, dtype=np.float64)
         factors = self.memory_factor.tolist()
-        shared = (*shared, cfg.memory_margin)  # the masks' safety margin decides pred_ok
+        # the masks' safety margin decides pred_ok, the memory truth (with the factor) true_ok
+        shared = (*shared, cfg.memory_margin, cfg.memory_truth)
         key_of_job = np.empty(n, dtype=np.int64)
         row_params: list[int] = []
         for i, job in enumerate(jobs):
@@ -204,9 +210,9 @@ class PlanTable:
     def _cached_row(self, model, batch: int, seq: int, cfg: SimConfig, shared: tuple, factor: float = 1.0) -> tuple:
         """:meth:`_plan_row` through the process-wide cache (:data:`_ROW_CACHE`), keyed by the model's full
         specification (a frozen dataclass, compared by value), the batch, the sequence, the job's memory
-        ``factor`` (1 except under ``memory_truth="residual"``) and ``shared``: what the table's rows have in
+        ``factor`` (1 under ``memory_truth="estimate"``) and ``shared``: what the table's rows have in
         common (predictor, utilisation, efficiency, the GPU types' specifications, the cluster's plan slots and
-        placeable capacity, the memory margin). The row's arrays are read-only."""
+        placeable capacity, the memory margin, the memory truth). The row's arrays are read-only."""
         key = (model, batch, seq, factor, *shared)
         row = _ROW_CACHE.get(key)
         if row is None:
@@ -221,7 +227,8 @@ class PlanTable:
 
     def _plan_row(self, model, batch: int, seq: int, cfg: SimConfig, factor: float = 1.0) -> tuple:
         """Feasibility, layout and speed of one (model, batch, seq) on every plan slot; ``factor``: the job's
-        true-memory factor (true peak = extended estimate x factor; 1 under ``memory_truth="estimate"``)."""
+        true-memory factor (true peak = extended estimate x factor; 1 under ``memory_truth="estimate"``; under
+        ``"published"``: CUDA context + factor x structural peak)."""
         p = self.num_plans
         pred_ok = np.zeros(p, dtype=bool)
         true_ok = np.zeros(p, dtype=bool)
@@ -246,7 +253,10 @@ class PlanTable:
             cap = gpu.memory_bytes
             lay = {"dp": dp_a, "tp": tp_a, "pp": pp_a, "micro_batch": mb_a}
             est = estimate_memory_layouts(model, batch_size=batch, seq_len=seq, **lay)
-            true_mem = est if factor == 1.0 else est * factor
+            if cfg.memory_truth == "published":
+                true_mem = true_peak_layouts(model, batch_size=batch, seq_len=seq, factor=factor, **lay)
+            else:
+                true_mem = est if factor == 1.0 else est * factor
             true_fit = true_mem <= cap
             budget = cap if cfg.memory_margin == 0 else cap * (1.0 - cfg.memory_margin)  # what the masks allow
             if cfg.predictor == "oracle":
