@@ -103,11 +103,14 @@ class SimConfig:
     work_noise: sigma of the log-normal error for ``work_info="noisy"``.
     utilisation: fraction of peak FLOP/s that dense compute reaches (see :mod:`frenzy_env.world.throughput`).
     efficiency: how per-GPU efficiency depends on the micro-batch: "flat" (env v4's: ``utilisation``
-        at every micro-batch, gradient accumulation free) or "microbatch" (the default, env v5's):
+        at every micro-batch, gradient accumulation free), "microbatch" (the default, env v5's):
         efficiency rises with the micro-batch's tokens on a curve fitted to published measurements, equal to
         ``utilisation`` at 16384 tokens, and each extra accumulation step costs its micro-batch's time plus
-        2 ms (:mod:`frenzy_env.world.efficiency`). Trace work is derived under the same option, so recorded
-        durations hold at the recorded GPU count on the reference type.
+        2 ms (:mod:`frenzy_env.world.efficiency`), or "per_type": the same with a curve and a level per GPU
+        type (``utilisation`` x the type's level at 16384 tokens; the A100-80GB's is "microbatch"'s; fitted
+        to published measurements where a type has them, a rule on the datasheet's peak over memory bandwidth
+        where not: :mod:`frenzy_env.world.efficiency`). Trace work is derived under the same option, so
+        recorded durations hold at the recorded GPU count on the reference type.
     layouts: which (dp, tp, pp, micro-batch) layout a plan slot (GPU type, GPU count) runs: "predictor" (env
         v4's) -- the fastest legal layout the predictor admits, pipelines and gradient
         accumulation included; "no_accumulation" (the default, env v5's) -- the fastest layout

@@ -243,7 +243,7 @@ class PlanTable:
             gpu = get_gpu_type(t_name)
             per_node = int(self.max_node_gpus[t_idx])
             # by count, then pp, tp, micro-batch descending
-            pipe_mb = cfg.efficiency == "microbatch"  # pipelines try every micro-batch there
+            pipe_mb = cfg.efficiency != "flat"  # pipelines try every micro-batch where the micro-batch matters
             dp_a, tp_a, pp_a, mb_a = plan_layouts(
                 model.heads, model.layers, batch, counts, per_node, pipeline_micro_batches=pipe_mb
             )

@@ -186,11 +186,11 @@ def reference_iteration_time(
     MARP plans them); if none fits, the fastest layout ignoring memory; if no layout exists (``gpus``
     exceeds the batch and no tensor parallelism helps), ``dp = min(gpus, batch)``. ``efficiency``: the speed
     model's option (:func:`frenzy_env.world.throughput.iteration_time_array`; pass the simulator's, so that a trace's
-    duration becomes the work the simulator runs in that time); under ``"microbatch"`` pipelined layouts get
-    every micro-batch size, as in the simulator's plan table.
+    duration becomes the work the simulator runs in that time); under ``"microbatch"`` and ``"per_type"`` pipelined
+    layouts get every micro-batch size, as in the simulator's plan table.
     """
     g = get_gpu_type(gpu)
-    lay = _plan_layouts(model, batch_size, gpus, gpus_per_node, efficiency == "microbatch")
+    lay = _plan_layouts(model, batch_size, gpus, gpus_per_node, efficiency != "flat")
     if lay["dp"].size == 0:
         one = np.array([1])
         lay = {"dp": np.array([min(gpus, batch_size)]), "tp": one, "pp": one, "micro_batch": np.array([batch_size])}

@@ -1,4 +1,5 @@
-"""Per-GPU efficiency against the micro-batch (the ``efficiency="microbatch"`` world option, env v5's default).
+"""Per-GPU efficiency against the micro-batch (the ``efficiency="microbatch"`` world option, env v5's default, and
+``efficiency="per_type"``, a curve per GPU type).
 
 The flat model (``efficiency="flat"``, env v4's world and the throughput functions' own default) runs dense
 compute at one utilisation, 0.40 of the peak, whatever the micro-batch, and gradient accumulation costs no time.
@@ -53,9 +54,54 @@ Limits: one curve for every model width and GPU type; the fitted configurations 
 the fitted ``T_half`` a little small; the per-iteration overhead of :mod:`frenzy_env.world.throughput` (49 ms,
 calibrated with flat utilisation) is kept as it is.
 
-Gradient accumulation (:data:`MICROSTEP_OVERHEAD_S`): under ``"microbatch"`` each of the ``m`` micro-steps
-of an iteration computes at its micro-batch's efficiency, and every micro-step after the first also pays a
-fixed 2 ms (ASSUMPTION, not a measurement: the launch of an optimizer-free forward/backward pass and the
+Per GPU type (``efficiency="per_type"``): the same form with a half-saturation point and a level of its own per
+GPU type, ``u(T) = utilisation x level x g_type(T) / g_type(T_ref)``, ``g_type(T) = T / (T + T_half,type)``
+(capped at 1; :data:`HALF_TOKENS_BY_TYPE`, :data:`LEVEL_BY_TYPE`; the A100-80GB's is the ``"microbatch"`` curve,
+level 1, so ``utilisation`` stays the A100's efficiency at ``T_ref``). Fits, sources and checks in
+:mod:`frenzy_env.world.efficiency_fits` (``scripts/fit_efficiency_per_type.py`` prints them):
+
+========== ======= ======================================== ====== ==========================================
+type       T_half  T_half from                              level  level from
+========== ======= ======================================== ====== ==========================================
+A100-80GB  455     fit: BLOOM-176B sweep (above)            1      reference (``utilisation``)
+A100-40GB  597     RULE (ridge)                             0.962  fit: Lambda BERT-large, A100 40GB SXM4
+H100-80GB  878     RULE (ridge)                             0.662  fit: Lambda BERT-large, H100 SXM5
+V100       651     fit: NVIDIA BERT-large sweep (mixed)     1.145  fit: Lambda BERT-large, V100 SXM2
+RTX3090    226     RULE (ridge)                             1.581  fit: Lambda BERT-large, RTX 3090
+T4         604     RULE (ridge)                             0.887  RULE (ridge); checked on TU104 (RTX 5000)
+P100       38      RULE (ridge)                             2.533  RULE (ridge); checked on Pascal (1080 Ti)
+========== ======= ======================================== ====== ==========================================
+
+- V100 ``T_half`` = 651 +- 174 tokens (rms 1.9 %): NVIDIA DeepLearningExamples' BERT-large pretraining on one
+  V100 of a DGX-1 16GB and of a DGX-1 32GB (TensorFlow 20.06, mixed precision; micro-batches 16 and 64 at
+  sequence 128, 4 and 8 at 512; 512+ accumulation steps). V100-16GB and V100-32GB share it (the same chip).
+- Levels: Lambda's GPU benchmark (lambdal/deeplearning-benchmark: NVIDIA's PyTorch BERT SQuAD fine-tuning,
+  sequence 384, fp16, one GPU, the largest batch that fits; one container per benchmark version), each
+  iteration time put on the simulator's one-GPU formula with its 49 ms overhead and solved for the efficiency
+  at ``T_ref``, relative to the A100 80GB SXM4's of the same version. The A100-80GB's own comes out at 0.416
+  (BERT-large) and 0.396 (BERT-base), the default ``utilisation`` 0.40 within 4 %.
+- RULE (no measurement of the type): ``ridge = peak / memory bandwidth`` (datasheets; FLOP per byte).
+  ``T_half = 455 x ridge / 153`` (the A100-80GB's ridge); ``level = 1 / (0.346 + 0.00384 ridge)``, fitted on
+  the five measured types (largest residual 7.5 %). The T4's level is an upper estimate: its 70 W limit holds its
+  clocks below the boost the datasheet's peak assumes (the rule overestimates the 250 W A100 PCIe by 8-13 %).
+  The P100's level (ridge 12.7, outside the fitted 76-295) puts it at the peak of its FP32 rate, the
+  catalogue's mixed-precision peak for Pascal; the GTX 1080 Ti (Pascal, ridge 23) measures 6 % above the rule.
+- Held-out checks: the V100 check above, which ran in FP32, predicted by the V100 curve at FP32 (``T_half``
+  scaled by the ridge at 15.7 TFLOP/s and 4-byte weights over that at 125 and 2 bytes): 0.818 against 0.875
+  (-6.4 %; the V100 FP32 columns of the same NVIDIA tables fitted alone: 0.793, -9.4 %); V100 SQuAD throughput
+  at micro-batch 24 over 4 and 12 over 6 (NVIDIA): +10.9 % and +8.5 %; BERT-base (width 768) levels of V100,
+  RTX 3090, H100, A100-40GB predicted by BERT-large's: -8.7 %, -10.8 %, +9.8 %, -2.7 %; the RTX 3090 in the
+  older benchmark version: -13.8 %; the level rule on GPUs outside its fit (V100 PCIe, Quadro RTX 5000,
+  GTX 1080 Ti, A100 40GB PCIe, H100 PCIe): +4.5, +1.9, -5.5, +12.6 / +8.3, +0.8 %. The ``T_half`` rule is
+  weaker: it gives the V100 413 against the fitted 651 (-37 %).
+- The levels follow the ridge: a GPU with more memory bandwidth per FLOP (RTX 3090, V100, Pascal) spends less
+  of its time on memory-bound work, so it reaches more of its peak than an A100, and an H100 less. The data
+  do not separate model width from type (the BERT-base levels differ from BERT-large's by up to 11 %, both far
+  narrower than the LLMs of the catalogue): one level per type.
+
+Gradient accumulation (:data:`MICROSTEP_OVERHEAD_S`): under ``"microbatch"`` and ``"per_type"`` each of the ``m``
+micro-steps of an iteration computes at its micro-batch's efficiency, and every micro-step after the first also
+pays a fixed 2 ms (ASSUMPTION, not a measurement: the launch of an optimizer-free forward/backward pass and the
 loading of its micro-batch, the order of a few hundred eager-mode kernel launches at a few microseconds
 each; the first micro-step's share is inside the calibrated per-iteration overhead). The data-parallel
 all-reduce still runs once per iteration.
@@ -66,7 +112,7 @@ from __future__ import annotations
 import numpy as np
 
 #: the world options of SimConfig.efficiency and the ``efficiency`` keyword of the throughput functions
-EFFICIENCY_MODES = ("flat", "microbatch")
+EFFICIENCY_MODES = ("flat", "microbatch", "per_type")
 #: the world's efficiency in env v5 (SimConfig.efficiency, the workload generators and the offered-load
 #: functions; the throughput functions themselves default to "flat", the speed model without the curve)
 DEFAULT_EFFICIENCY = "microbatch"
@@ -123,6 +169,31 @@ POINTS_MAX_MEMORY_GB = 75.0
 #: V100-16GB, fp32, HF Trainer): (micro-batch, accumulation steps, samples/s)
 HF_CHECK = ((4, 1, 8.86), (1, 4, 7.75))
 
+#: ``efficiency="per_type"``: tokens of a micro-batch at half the saturated efficiency, per catalogue GPU type
+#: (fits and RULES of :mod:`frenzy_env.world.efficiency_fits`; see the table in the module docstring)
+HALF_TOKENS_BY_TYPE: dict[str, float] = {
+    "H100-80GB": 878.0,  # RULE: ridge 989 / 3,350 = 295 FLOP/byte
+    "A100-80GB": 455.0,  # fit: BLOOM-176B (HALF_TOKENS)
+    "A100-40GB": 597.0,  # RULE: ridge 312 / 1,555 = 201
+    "V100-32GB": 651.0,  # fit: NVIDIA BERT-large micro-batch sweep, mixed precision
+    "V100-16GB": 651.0,  # the same chip
+    "RTX3090-24GB": 226.0,  # RULE: ridge 71 / 936 = 76
+    "T4-16GB": 604.0,  # RULE: ridge 65 / 320 = 203
+    "P100-16GB": 38.0,  # RULE: ridge 9.3 / 732 = 12.7
+}
+#: ``efficiency="per_type"``: the efficiency at REFERENCE_TOKENS of each catalogue GPU type over the A100-80GB's
+#: (``utilisation``), measured on one job run alike on each type, or by the RULE (see the module docstring)
+LEVEL_BY_TYPE: dict[str, float] = {
+    "H100-80GB": 0.662,  # fit: Lambda BERT-large SQuAD, H100 SXM5
+    "A100-80GB": 1.0,  # the reference
+    "A100-40GB": 0.962,  # fit: A100 40GB SXM4
+    "V100-32GB": 1.145,  # the V100-16GB's (the same chip)
+    "V100-16GB": 1.145,  # fit: V100 SXM2 16GB
+    "RTX3090-24GB": 1.581,  # fit: RTX 3090
+    "T4-16GB": 0.887,  # RULE: 1 / (0.346 + 0.00384 x 203); an upper estimate (70 W)
+    "P100-16GB": 2.533,  # RULE: 1 / (0.346 + 0.00384 x 12.7); u is capped at the peak
+}
+
 
 def check_efficiency(value: object, name: str = "efficiency") -> str:
     """``value`` if it is one of :data:`EFFICIENCY_MODES`, else a ``ValueError`` naming ``name`` and the value."""
@@ -151,6 +222,19 @@ def microbatch_efficiency(
     scale = utilisation / saturation(reference_tokens, half_tokens)
     out = np.minimum(scale * np.asarray(saturation(tokens, half_tokens)), 1.0)
     return float(out) if np.ndim(out) == 0 else out
+
+
+def type_curve(gpu_name: str) -> tuple[float, float]:
+    """``(T_half, level)`` of the GPU type ``gpu_name`` under ``efficiency="per_type"``; a type outside the
+    catalogue gets the A100-80GB's, ``(HALF_TOKENS, 1.0)``: the ``"microbatch"`` curve."""
+    return HALF_TOKENS_BY_TYPE.get(gpu_name, HALF_TOKENS), LEVEL_BY_TYPE.get(gpu_name, 1.0)
+
+
+def type_efficiency(tokens: np.ndarray | float, utilisation: float, gpu_name: str) -> np.ndarray | float:
+    """Model FLOPs utilisation of the GPU type ``gpu_name`` at ``tokens`` per micro-batch under
+    ``efficiency="per_type"``: ``utilisation x level x g_type(T) / g_type(T_ref)``, at most 1 (:func:`type_curve`)."""
+    half, level = type_curve(gpu_name)
+    return microbatch_efficiency(tokens, utilisation * level, half_tokens=half)
 
 
 def fit_points(max_memory_gb: float = POINTS_MAX_MEMORY_GB):

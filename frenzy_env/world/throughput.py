@@ -48,7 +48,9 @@ replicas of ``tp`` tensor-parallel GPUs each, ``n = dp * tp`` GPUs of one type):
   all of the above; env v4's world) or ``"microbatch"``: ``t_compute`` at the efficiency of the micro-batch's tokens,
   ``utilisation x g(mb s) / g(16384)`` with ``g(T) = T / (T + 455)`` (fitted to published micro-batch sweeps),
   plus ``(m - 1) x microstep_overhead_s`` (2 ms, an assumption) for the ``m`` micro-steps of an iteration, so
-  gradient accumulation over small micro-batches costs time; ``t_dp`` still runs once per iteration.
+  gradient accumulation over small micro-batches costs time; ``t_dp`` still runs once per iteration; or
+  ``"per_type"``: as ``"microbatch"`` with the GPU type's own curve and level,
+  :func:`frenzy_env.world.efficiency.type_efficiency`.
 
 Calibration: the constants were fitted by
 :func:`scipy.optimize.least_squares` on log speeds of the measured ElasticFlow A100 curves (pkusys/ElasticFlow
@@ -89,7 +91,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from frenzy_env.world.cluster import GPUType, get_gpu_type
-from frenzy_env.world.efficiency import MICROSTEP_OVERHEAD_S, check_efficiency, microbatch_efficiency
+from frenzy_env.world.efficiency import (
+    MICROSTEP_OVERHEAD_S,
+    check_efficiency,
+    microbatch_efficiency,
+    type_efficiency,
+)
 from frenzy_env.world.models import ModelSpec, get_model
 
 DEFAULT_UTILISATION = 0.4
@@ -231,10 +238,12 @@ def iteration_time_array(
         (:data:`DEFAULT_HOP_LATENCY_S`).
     pp: (P,) or scalar pipeline stages (1F1B; ``n = dp * tp * pp`` GPUs).
     micro_batch: (P,) or scalar micro-batch (gradient accumulation); ``None``: the whole per-replica batch.
-    efficiency: ``"flat"`` (compute at ``utilisation`` whatever the micro-batch; accumulation costs nothing)
-        or ``"microbatch"`` (compute at :func:`frenzy_env.world.efficiency.microbatch_efficiency` of the micro-batch's
-        tokens, each micro-step after the first ``microstep_overhead_s`` more); see :mod:`frenzy_env.world.efficiency`.
-    microstep_overhead_s: seconds per extra micro-step under ``"microbatch"``
+    efficiency: ``"flat"`` (compute at ``utilisation`` whatever the micro-batch; accumulation costs nothing),
+        ``"microbatch"`` (compute at :func:`frenzy_env.world.efficiency.microbatch_efficiency` of the micro-batch's
+        tokens, each micro-step after the first ``microstep_overhead_s`` more) or ``"per_type"`` (as
+        ``"microbatch"`` on ``gpu``'s own curve, :func:`frenzy_env.world.efficiency.type_efficiency`); see
+        :mod:`frenzy_env.world.efficiency`.
+    microstep_overhead_s: seconds per extra micro-step under ``"microbatch"`` and ``"per_type"``
         (:data:`frenzy_env.world.efficiency.MICROSTEP_OVERHEAD_S`).
 
     Returns
@@ -268,11 +277,14 @@ def iteration_time_array(
     if efficiency == "flat":
         t_compute = flops / (n * g.peak_tflops * 1e12 * utilisation)
         t_work = t_compute + t_tp
-    else:  # "microbatch": compute at the micro-batch's efficiency, a fixed cost per extra micro-step
+    else:  # "microbatch", "per_type": compute at the micro-batch's efficiency, a fixed cost per extra micro-step
         b_rep = np.ceil(batch_size / dp_s)
         mb_s = np.minimum(np.where(bad, 1.0, mb_a), b_rep)  # the micro-batch (whole replica batch if None)
         steps = np.ceil(b_rep / mb_s)  # micro-steps per iteration
-        u = microbatch_efficiency(mb_s * seq_len, utilisation)
+        if efficiency == "per_type":
+            u = type_efficiency(mb_s * seq_len, utilisation, g.name)
+        else:
+            u = microbatch_efficiency(mb_s * seq_len, utilisation)
         t_compute = flops / (n * g.peak_tflops * 1e12 * u)
         t_work = t_compute + t_tp + (steps - 1.0) * microstep_overhead_s
     t_stage = _pipeline_stage_time(
@@ -308,7 +320,7 @@ def _pipeline_stage_time(g, batch_size, seq_len, hidden, dp, tp, pp, mb, span, t
     pipeline takes ``m + pp - 1`` micro-batch slots, so the time is ``(t_work + m t_p2p) / (1 -
     bubble_fraction(pp, m))`` (Narayanan et al. 2021, Sec. 2.2.1). With ``pp = 1`` this is ``t_work``:
     gradient accumulation alone costs no time here (same compute; the data-parallel all-reduce runs once per
-    iteration) unless ``t_work`` already holds it (``efficiency="microbatch"``).
+    iteration) unless ``t_work`` already holds it (``efficiency="microbatch"`` or ``"per_type"``).
     """
     b_rep = np.ceil(batch_size / dp)
     mb = np.minimum(mb, b_rep)

@@ -91,7 +91,7 @@ def test_flat_is_the_speed_models_default_and_microbatch_the_envs():
 
 
 def test_bad_efficiency_is_named():
-    with pytest.raises(ConfigError, match=r"efficiency must be one of 'flat', 'microbatch', got 'fast'"):
+    with pytest.raises(ConfigError, match=r"efficiency must be one of 'flat', 'microbatch', 'per_type', got 'fast'"):
         SimConfig(efficiency="fast")
     with pytest.raises(ValueError, match="efficiency"):
         iteration_time("gpt2", batch_size=8, seq_len=64, gpu="A100-80GB", dp=1, tp=1, efficiency="Flat")
