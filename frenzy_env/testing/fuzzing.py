@@ -64,13 +64,19 @@ BUDGETS = ("none", "max_steps", "max_sim_hours", "both")  # which budgets an epi
 MAX_SIM_HOURS_RANGE = (0.01, 100.0)  # max_sim_hours is drawn log-uniformly in it
 STALL_EPISODES = 200  # the run stops after this many episodes in a row that play no step
 
+OPTION_STREAM = 6  #: the key of a random instance's own stream of world and pacing options
+MEMORY_TRUTHS = ("residual", "estimate", "published")  #: the memory truths a random instance draws from
+EFFICIENCIES = ("microbatch", "flat", "per_type")  #: the efficiency models a random instance draws from
+
 SMALL_MODELS = ("gpt2", "gpt2-medium", "bert-large", "gpt2-large")
 MEDIUM_MODELS = ("gpt2-xl", "llama-7b")
 HUGE_MODELS = ("llama-2-70b", "llama-3.1-70b")  # fit nowhere on small clusters
 
 
 def random_config(rng: np.random.Generator, index: int = 0) -> tuple[ClusterSpec, Workload, dict]:
-    """A small random cluster (1-4 nodes of 1-8 GPUs, 1-3 types), 1-15 jobs and odd env settings."""
+    """A small random cluster (1-4 nodes of 1-8 GPUs, 1-3 types), 1-15 jobs and odd env settings, the memory
+    truth, the efficiency model and the pacing options (``resize_cooldown``, ``one_action_per_instant``)
+    included."""
     types = rng.choice(sorted(GPU_TYPES), size=int(rng.integers(1, 4)), replace=False)
     nodes = tuple(NodeSpec(str(rng.choice(types)), int(rng.integers(1, 9))) for _ in range(int(rng.integers(1, 5))))
     cluster = ClusterSpec(f"fuzz-{index}", nodes)
@@ -104,6 +110,14 @@ def random_config(rng: np.random.Generator, index: int = 0) -> tuple[ClusterSpec
         placement=str(rng.choice(["best_fit", "spread"])),
         work_info=str(rng.choice(["exact", "noisy", "none"])),
         wait_options=((), (60.0,), (60.0, 600.0, 3600.0), (1.0, 7.5))[int(rng.integers(4))],
+    )
+    # the world and pacing options, from a stream of the instance's own (so the draws above stay as they are)
+    own = np.random.default_rng([index, OPTION_STREAM])
+    kwargs.update(
+        memory_truth=str(own.choice(MEMORY_TRUTHS)),
+        efficiency=str(own.choice(EFFICIENCIES)),
+        resize_cooldown=(None, 5.0, 60.0)[int(own.integers(3))],
+        one_action_per_instant=bool(own.integers(2)),
     )
     return cluster, Workload(f"fuzz-{index}", tuple(jobs)), kwargs
 

@@ -379,3 +379,18 @@ def test_the_checker_catches_metrics_that_disagree_with_the_records(busy_env):
     with pytest.raises(InvariantViolation, match="timeline"):
         checker.check_metrics(env.sim.metrics(), terminated=False)
 
+
+def test_random_instances_draw_every_world_and_pacing_option():
+    """Over 60 random instances every memory truth, efficiency model and pacing setting is drawn, and an
+    instance's options are a function of its index alone (the same whatever stream drew its cluster)."""
+    from frenzy_env.testing.fuzzing import EFFICIENCIES, MEMORY_TRUTHS, random_config
+
+    drawn = [random_config(np.random.default_rng(i), i)[2] for i in range(60)]
+    assert {k["memory_truth"] for k in drawn} == set(MEMORY_TRUTHS)
+    assert {k["efficiency"] for k in drawn} == set(EFFICIENCIES)
+    assert {k["resize_cooldown"] for k in drawn} == {None, 5.0, 60.0}
+    assert {k["one_action_per_instant"] for k in drawn} == {False, True}
+    other = random_config(np.random.default_rng(999), 7)[2]
+    assert {k: other[k] for k in ("memory_truth", "efficiency", "resize_cooldown", "one_action_per_instant")} == {
+        k: drawn[7][k] for k in ("memory_truth", "efficiency", "resize_cooldown", "one_action_per_instant")
+    }
