@@ -59,28 +59,4 @@ def as_policy(obj: Any) -> Policy:
     return obj if callable(getattr(obj, "reset", None)) else _WithReset(obj)
 
 
-class RunningJob(Protocol):
-    """What a policy may read of a running job (the values of :attr:`SimView.running`); read-only."""
-
-    @property
-    def plan(self) -> int:
-        """Plan slot it runs on."""
-
-    @property
-    def counts(self) -> np.ndarray:
-        """(N,) GPUs it holds on each node (the simulator's array: do not mutate)."""
-
-    @property
-    def progress_from(self) -> float:
-        """Time its first iteration of this attempt starts (start-up and restarts come before)."""
-
-    @property
-    def done_base(self) -> float:
-        """Iterations done before ``progress_from``."""
-
-    @property
-    def rate(self) -> float:
-        """Iterations per second on its placement (0 for an attempt that will crash with out-of-memory)."""
-
-
 __all__ = ["Policy", "as_policy"]
