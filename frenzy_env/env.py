@@ -98,7 +98,10 @@ class FrenzyEnv(gym.Env):
     at the cut), ``not_arrived`` (jobs not yet submitted), ``avg_time_in_system_h`` (the mean, over the jobs
     that arrived and were not rejected, of the JCT of a finished job and the time since submission of an
     unfinished one: a lower bound on their average JCT) and ``truncated_at_h`` (the cut, in hours after the
-    first submission); ``avg_jct_h`` and ``p95_jct_h`` stay over the finished jobs. As the reward charges every
+    first submission); ``avg_jct_h`` and ``p95_jct_h`` count every job not rejected, an unfinished one at its
+    time in the system so far plus ``truncated_at_h`` (so never below ``avg_jct_finished_h``, the finished jobs'
+    average, kept with ``p95_jct_finished_h``). A stock ``TimeLimit`` (``gym.make(..., max_episode_steps=N)``)
+    found at ``reset`` gets the same metrics in the info of the step it truncates. As the reward charges every
     job in the system for every second, a truncated episode returns minus the total time in the system up to
     the cut (``avg_time_in_system_h`` times those jobs, in ``reward_scale`` units; penalties apart). The final
     observation's mask (and ``info["action_mask"]``, ``action_masks()``) allows "wait", so it is never empty
@@ -218,6 +221,7 @@ class FrenzyEnv(gym.Env):
         self._legal_moves = 0  # legal starts and resizes now (set with the mask)
         self._needs_reset = True
         self._t_reset = 0.0  # the simulated clock at reset (max_sim_hours counts from it)
+        self._wrapper_limit: int | None = None  # the step limit of a TimeLimit wrapper around it (set at reset)
 
     def _set_world(self, cluster: ClusterSpec | str, workload: Any, sim_options: dict[str, Any]) -> None:
         """The cluster, the simulator's configuration, and the workload: a fixed :class:`Workload`, or a
@@ -317,6 +321,7 @@ class FrenzyEnv(gym.Env):
         self._steps = 0
         self._invalid = 0
         self._needs_reset = False
+        self._wrapper_limit = _time_limit_around(self)
         reward = self._settle()
         self._t_reset = self.sim.now
         info = self._info({"jct": reward, "invalid": 0.0})
@@ -361,12 +366,17 @@ class FrenzyEnv(gym.Env):
             (self.max_steps is not None and self._steps >= self.max_steps)
             or (self.max_sim_hours is not None and sim.now - self._t_reset >= self.max_sim_hours * 3600.0)
         )
+        # a TimeLimit wrapper (gym.make(..., max_episode_steps=N)) truncates after this step: report the cut
+        limit = self._wrapper_limit
+        wrapper_cut = limit is not None and not (terminated or truncated) and self._steps >= limit
         if truncated:
             self._mask[0] = True  # as at termination: the final mask always allows "wait"
         info = self._info({"jct": jct_reward, "invalid": invalid})
         if terminated or truncated:
             info["metrics"] = self.episode_metrics(truncated=truncated)
             self._needs_reset = True
+        elif wrapper_cut:
+            info["metrics"] = self.episode_metrics(truncated=True)
         return self._observe(), float(jct_reward + invalid), terminated, truncated, info
 
     @property
@@ -398,8 +408,13 @@ class FrenzyEnv(gym.Env):
         ``truncated`` 1.0, ``unfinished`` (jobs queued or running now), ``not_arrived`` (jobs not yet
         submitted), ``avg_time_in_system_h`` (mean over the jobs that arrived and were not rejected of their
         JCT if finished, else their time since submission: a lower bound on their average JCT; nan when none
-        arrived) and ``truncated_at_h`` (now, in hours after the first submission). ``avg_jct_h`` and
-        ``p95_jct_h`` are over finished jobs either way."""
+        arrived) and ``truncated_at_h`` (now, in hours after the first submission); ``avg_jct_h`` and
+        ``p95_jct_h`` then count every job not rejected: a finished one at its JCT, an unfinished one (queued,
+        running or not arrived) at its time in the system so far (none if not arrived) plus ``truncated_at_h``,
+        which no finished JCT exceeds, so a cut never scores below the finished jobs' average;
+        ``avg_jct_finished_h`` and ``p95_jct_finished_h`` are over the finished jobs alone. Without ``truncated``
+        (an episode that ends) ``avg_jct_h`` and ``p95_jct_h`` are over the finished jobs, then every job not
+        rejected."""
         m = self.sim.metrics()
         m["invalid_actions"] = float(self._invalid)
         m["steps"] = float(self._steps)
@@ -412,16 +427,27 @@ class FrenzyEnv(gym.Env):
         sim = self.sim
         status, submit = sim.status, np.asarray(sim.submit, dtype=np.float64)
         inside = (status == QUEUED) | (status == RUNNING)
+        future = status == FUTURE
         done = np.flatnonzero(status == DONE)
         finish = np.array([sim.records[j].finish_time for j in done], dtype=np.float64)
-        seconds = float((finish - submit[done]).sum() + (sim.now - submit[inside]).sum())
+        jct = finish - submit[done]
+        so_far = sim.now - submit[inside]
+        seconds = float(jct.sum() + so_far.sum())
         counted = int(done.size + inside.sum())
+        elapsed = sim.now - float(submit[0])
+        # every job not rejected: a finished one at its JCT, an unfinished one (queued, running or not arrived)
+        # at its time in the system so far plus the episode's length at the cut, which no finished JCT exceeds
+        charged = np.concatenate([jct, so_far + elapsed, np.full(int(future.sum()), elapsed)])
         return {
+            "avg_jct_h": float(charged.mean()) / 3600.0 if charged.size else math.nan,
+            "p95_jct_h": float(np.percentile(charged, 95)) / 3600.0 if charged.size else math.nan,
+            "avg_jct_finished_h": float(jct.mean()) / 3600.0 if jct.size else math.nan,
+            "p95_jct_finished_h": float(np.percentile(jct, 95)) / 3600.0 if jct.size else math.nan,
             "truncated": 1.0,
             "unfinished": float(inside.sum()),
-            "not_arrived": float(np.count_nonzero(status == FUTURE)),
+            "not_arrived": float(future.sum()),
             "avg_time_in_system_h": seconds / counted / 3600.0 if counted else math.nan,
-            "truncated_at_h": (sim.now - float(submit[0])) / 3600.0,
+            "truncated_at_h": elapsed / 3600.0,
         }
 
     @property
@@ -593,6 +619,22 @@ def _check_wait_options(options: Any) -> tuple[float, ...]:
     if any(not (math.isfinite(x) and x > 0) for x in values) or list(values) != sorted(set(values)):
         raise ConfigError(f"wait_options must be distinct finite positive seconds in ascending order, got {options!r}")
     return values
+
+
+def _time_limit_around(env: gym.Env) -> int | None:
+    """The step limit of a Gymnasium ``TimeLimit`` wrapped around ``env`` that is resetting it (``gym.make(...,
+    max_episode_steps=N)``: Gymnasium gives the limit to the wrapper alone, not to ``env.spec``), found among the
+    callers of ``env.reset``; else the limit of ``env.spec``, else None."""
+    frame = inspect.currentframe()
+    for _ in range(32):
+        if frame is None:
+            break
+        caller = frame.f_locals.get("self")
+        if isinstance(caller, gym.wrappers.TimeLimit) and caller.unwrapped is env:
+            return int(caller._max_episode_steps)
+        frame = frame.f_back
+    spec = env.spec
+    return None if spec is None or spec.max_episode_steps is None else int(spec.max_episode_steps)
 
 
 def _action_index(action: Any) -> int:

@@ -14,7 +14,10 @@ import pytest
 
 from frenzy_env.errors import ConfigError
 
-TRUNCATION_KEYS = {"truncated", "unfinished", "not_arrived", "avg_time_in_system_h", "truncated_at_h"}
+TRUNCATION_KEYS = {
+    "truncated", "unfinished", "not_arrived", "avg_time_in_system_h", "truncated_at_h", "avg_jct_finished_h",
+    "p95_jct_finished_h",
+}
 
 
 def _two_jobs(make_job):
@@ -85,7 +88,10 @@ def test_a_thrashing_policy_is_truncated_at_the_simulated_time_budget(tiny_clust
     m = info["metrics"]
     assert m.keys() >= TRUNCATION_KEYS and m["truncated"] == 1.0
     assert m["unfinished"] == 2 and m["not_arrived"] == 0 and m["finished"] == 0
-    assert math.isnan(m["avg_jct_h"])  # over finished jobs, as always: none
+    assert math.isnan(m["avg_jct_finished_h"])  # over finished jobs: none
+    # every job counts its time in the system so far plus the episode's length at the cut (now - 0)
+    now = env.sim.now
+    assert m["avg_jct_h"] == pytest.approx(((now + now) + (now - 10.0 + now)) / 2 / 3600.0, rel=1e-12)
     # the lower bound on the average JCT: each job's time in the system so far
     expected = ((env.sim.now - 0.0) + (env.sim.now - 10.0)) / 2 / 3600.0
     assert m["avg_time_in_system_h"] == pytest.approx(expected, rel=1e-12)
@@ -142,8 +148,13 @@ def test_a_cut_counts_finished_and_future_jobs_honestly(tiny_cluster, make_job, 
     ret, _, term, trunc, info, _ = _play(env, first_legal_start_else_wait_a_minute)
     m = info["metrics"]
     assert trunc and not term and m["finished"] == 1 and m["unfinished"] == 1 and m["not_arrived"] == 1
-    jct0 = env.sim.records[0].finish_time
-    assert m["avg_jct_h"] == pytest.approx(jct0 / 3600.0)
+    jct0, now = env.sim.records[0].finish_time, env.sim.now
+    assert m["avg_jct_finished_h"] == m["p95_jct_finished_h"] == pytest.approx(jct0 / 3600.0)
+    # job 0 its JCT, job 1 (running since 0) now + now, job 2 (not arrived) the cut's length, now
+    charged = np.array([jct0, 2 * now, now])
+    assert m["avg_jct_h"] == pytest.approx(charged.mean() / 3600.0, rel=1e-12)
+    assert m["p95_jct_h"] == pytest.approx(np.percentile(charged, 95) / 3600.0, rel=1e-12)
+    assert m["avg_jct_h"] >= m["avg_jct_finished_h"]
     assert m["avg_time_in_system_h"] == pytest.approx((jct0 + env.sim.now) / 2 / 3600.0, rel=1e-12)
     assert ret == pytest.approx(-(jct0 + env.sim.now) / 3600.0, rel=1e-9)
 
@@ -295,3 +306,69 @@ def test_run_episode_stopped_by_its_max_steps_reports_a_truncated_episode():
     assert cut["truncated"] == 1.0 and cut["decisions"] == 5.0 and cut["unfinished"] + cut["not_arrived"] > 0
     whole = run_episode(env, baselines.make_policy("fifo", env), seed=0).metrics
     assert "truncated" not in whole and whole["finished"] + whole["rejected"] == whole["jobs"]
+
+
+def _fifo_env(tiny_cluster, make_job, make_env, **kwargs):
+    jobs = [make_job(0, 0.0, 3000.0), make_job(1, 0.0, 2000.0), make_job(2, 600.0, 1000.0),
+            make_job(3, 4000.0, 500.0)]
+    return make_env(tiny_cluster, jobs, **kwargs)
+
+
+def test_a_cut_never_scores_below_the_same_play_finished(tiny_cluster, make_job, make_env):
+    """fifo played to the end, and the same play cut after k steps for every k: the cut's avg_jct_h is never
+    below its finished jobs' average, and from the point the cut's length reaches the longest JCT of the
+    finished play (each unfinished job is then charged at least its final JCT) never below the finished
+    episode's avg_jct_h and p95_jct_h."""
+    from baselines import make_policy
+    from frenzy_env.evaluation.episodes import run_episode
+
+    env = _fifo_env(tiny_cluster, make_job, make_env)
+    result = run_episode(env, make_policy("fifo", env), seed=0)
+    full = result.metrics
+    assert "truncated" not in full and "avg_jct_finished_h" not in full and full["finished"] == 4
+    longest = float(result.jobs["jct_h"].max())
+    steps = int(full["steps"])
+    late = 0
+    for k in range(1, steps):
+        cut = run_episode(env, make_policy("fifo", env), seed=0, max_steps=k).metrics
+        assert cut["truncated"] == 1.0 and cut["finished"] < 4, k
+        if cut["finished"]:
+            assert cut["avg_jct_h"] >= cut["avg_jct_finished_h"], k
+        if cut["truncated_at_h"] >= longest:
+            late += 1
+            assert cut["avg_jct_h"] >= full["avg_jct_h"], (k, cut["avg_jct_h"], full["avg_jct_h"])
+            assert cut["p95_jct_h"] >= full["p95_jct_h"], k
+    assert late >= 1  # the instance has cuts past the longest JCT
+
+
+def test_a_stock_time_limit_cut_reports_the_metrics(tiny_cluster, make_job, make_workload):
+    """gym.make(..., max_episode_steps=50): the step TimeLimit truncates carries the cut's metrics."""
+    import gymnasium as gym
+
+    from frenzy_env.testing.checker import InvariantChecker
+
+    gym.register(id="frenzy-test/TimeLimitTwoJobs-v0", entry_point="frenzy_env.env:FrenzyEnv",
+                 kwargs={"cluster": tiny_cluster, "workload": make_workload(*_two_jobs(make_job))},
+                 disable_env_checker=True)
+    try:
+        env = gym.make("frenzy-test/TimeLimitTwoJobs-v0", max_episode_steps=50)
+        base = env.unwrapped
+        checker = InvariantChecker(base)
+        checker.on_reset(*env.reset(seed=0))
+        steps, trunc, term = 0, False, False
+        while not (trunc or term):
+            action = thrash(base)
+            checker.before_step(action)
+            obs, reward, term, trunc, info = env.step(action)
+            checker.after_step(action, obs, reward, term, trunc, info)
+            steps += 1
+            if steps < 50:
+                assert "metrics" not in info
+        assert (steps, term, trunc) == (50, False, True)
+        m = info["metrics"]
+        assert m.keys() >= TRUNCATION_KEYS and m["truncated"] == 1.0 and m["steps"] == 50
+        now = base.sim.now
+        assert m["unfinished"] == 2 and m["avg_jct_h"] == pytest.approx((4 * now - 10.0) / 2 / 3600.0, rel=1e-12)
+        assert checker.episodes_checked == 1
+    finally:
+        gym.registry.pop("frenzy-test/TimeLimitTwoJobs-v0", None)

@@ -172,7 +172,8 @@ def run_episode(
     ``env`` may be wrapped (``gymnasium.make``); the simulator is read from ``env.unwrapped``.
     Decision latency is the wall time of each ``predict`` call. An episode that ``max_steps`` stops before it
     ends is reported as truncated (``episode_metrics(truncated=True)``: ``truncated``, ``unfinished``,
-    ``avg_time_in_system_h`` and the rest), as the env reports one its own budgets cut.
+    ``avg_time_in_system_h``, ``avg_jct_h`` over every job not rejected and the rest), as the env reports one
+    its own budgets cut.
     """
     base = env.unwrapped
     info, terminated, lat = play(env, policy, seed, deterministic=deterministic, max_steps=max_steps)
@@ -198,12 +199,27 @@ def confidence_interval(values: Iterable[float], level: float = 0.95) -> tuple[f
     return float(x.mean()), float(half)
 
 
+def cut_counts(episodes: pd.DataFrame) -> tuple[pd.Series, pd.Series] | None:
+    """Per episode, whether a budget cut it (1 or 0) and its jobs neither finished nor rejected at the end
+    (queued, running or not yet arrived); None when no episode of ``episodes`` was cut."""
+    if "truncated" not in episodes or not (episodes["truncated"].fillna(0) > 0).any():
+        return None
+    cut = (episodes["truncated"].fillna(0) > 0).astype(int)
+    return cut, (episodes["jobs"] - episodes["finished"] - episodes["rejected"]).astype(int)
+
+
 def summarise(episodes: pd.DataFrame, by: tuple[str, ...] = ("workload", "policy")) -> pd.DataFrame:
-    """Mean and 95% CI half-width over seeds of each metric, per ``by`` group."""
+    """Mean and 95% CI half-width over seeds of each metric, per ``by`` group; where a budget cut an episode,
+    also ``truncated`` (the cut episodes) and ``unfinished`` (their jobs neither finished nor rejected, in all),
+    per group."""
+    counts = cut_counts(episodes)
     rows = []
     for key, group in episodes.groupby(list(by), sort=False):
         row = dict(zip(by, key if isinstance(key, tuple) else (key,)))
         row["episodes"] = len(group)
+        if counts is not None:
+            row["truncated"] = int(counts[0].loc[group.index].sum())
+            row["unfinished"] = int(counts[1].loc[group.index].sum())
         for metric in SUMMARY_METRICS:
             if metric in group:
                 mean, half = confidence_interval(group[metric].tolist())
@@ -264,17 +280,30 @@ def _t95(n: int) -> float:
     return float(stats.t.ppf(0.975, df=n - 1))
 
 
+CUT_NOTE = (
+    "truncated: the episodes a step or time budget cut; unfinished: their jobs neither finished nor rejected at the "
+    "cut (queued, running or not yet arrived). A cut episode's avg_jct_h and p95_jct_h count every job not "
+    "rejected: a finished one at its JCT, an unfinished one at its time in the system so far plus the episode's "
+    "length at the cut (avg_jct_finished_h: over its finished jobs alone); they are not the JCT the episode would "
+    "have had, so compare only rows with truncated 0 as finished episodes."
+)
+"""The note of a summary or suite table with cut episodes."""
+
+
 def summary_markdown(summary: pd.DataFrame, metrics: tuple[str, ...] = SUMMARY_METRICS) -> str:
     """A Markdown table ``mean ± ci`` (:func:`format_ci`) of the summary, with a column ``n`` (seeds), the
-    units and, with fewer than :data:`FEW_SEEDS` seeds, the warning of :func:`interval_note`."""
+    units, the columns ``truncated`` and ``unfinished`` with :data:`CUT_NOTE` when a budget cut an episode and,
+    with fewer than :data:`FEW_SEEDS` seeds, the warning of :func:`interval_note`."""
     keys = [c for c in ("workload", "policy") if c in summary]
     counted = "episodes" in summary
+    cuts = [c for c in ("truncated", "unfinished") if c in summary]
     shown = [m for m in metrics if m in summary]
-    head = "| " + " | ".join(keys + ["n"] * counted + shown) + " |"
-    sep = "|" + "---|" * (len(keys) + counted + len(shown))
+    head = "| " + " | ".join(keys + ["n"] * counted + cuts + shown) + " |"
+    sep = "|" + "---|" * (len(keys) + counted + len(cuts) + len(shown))
     lines = [head, sep]
     for _, row in summary.iterrows():
         cells = [str(row[k]) for k in keys] + [str(int(row["episodes"]))] * counted
+        cells += [f"{int(row[c]):,}" for c in cuts]
         cells += [format_ci(float(row[m]), float(row.get(f"{m}_ci95", math.nan))) for m in shown]
         lines.append("| " + " | ".join(cells) + " |")
     notes = [
@@ -284,6 +313,8 @@ def summary_markdown(summary: pd.DataFrame, metrics: tuple[str, ...] = SUMMARY_M
         "bound no scheduler beats); the others "
         "are counts. ± is the 95% CI half-width (t distribution over the n seeds).",
     ]
+    if cuts:
+        notes.append(CUT_NOTE)
     note = interval_note(summary)
     if note is not None:
         notes.append(f"**Warning:** {note}.")

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from frenzy_env.errors import FrenzyError
-from frenzy_env.evaluation.episodes import confidence_interval, format_ci, format_number
+from frenzy_env.evaluation.episodes import CUT_NOTE, confidence_interval, cut_counts, format_ci, format_number
 
 PAIR_KEYS = ("workload", "seed")
 """The columns that identify a workload of a suite: episodes with equal keys are paired across policies."""
@@ -59,11 +59,17 @@ def suite_table(
     them, the mean over episodes of each episode's median and p99). Columns: policy, n (workloads), avg_jct_h
     and avg_jct_h_ci95, ref_ratio with ref_ratio_low/high (to ``reference``, paired by workload), bound_ratio
     with bound_ratio_low/high (nan without bounds), gpu_hours and gpu_hours_ci95 (per workload), ooms and
-    restarts (totals over the suite), latency_median_ms, latency_p99_ms."""
+    restarts (totals over the suite), latency_median_ms, latency_p99_ms, truncated (the policy's episodes a budget
+    cut) and unfinished (their jobs neither finished nor rejected). The paired ratios leave out every workload
+    where a budget cut either episode (a cut episode's avg_jct_h is not the JCT it would have had to the end)."""
     policies = list(dict.fromkeys(episodes["policy"]))
     if reference not in policies:
         raise FrenzyError(f"reference policy {reference!r} is not among the policies ({', '.join(policies)})")
-    jct = episodes.pivot_table(index=list(PAIR_KEYS), columns="policy", values="avg_jct_h", aggfunc="first")
+    counts = cut_counts(episodes)
+    cut = counts[0] if counts is not None else pd.Series(0, index=episodes.index)
+    # a cut episode's avg_jct_h is no finished episode's: a workload where either policy was cut is no pair
+    jct = episodes.assign(avg_jct_h=episodes["avg_jct_h"].where(cut == 0)).pivot_table(
+        index=list(PAIR_KEYS), columns="policy", values="avg_jct_h", aggfunc="first", dropna=False)
     has_bound = "jct_bound_h" in episodes and episodes["jct_bound_h"].notna().any()
     bound = episodes.groupby(list(PAIR_KEYS))["jct_bound_h"].first() if has_bound else None
     rows = []
@@ -92,6 +98,8 @@ def suite_table(
             "ooms": int(group["ooms"].sum()) if "ooms" in group else 0,
             "restarts": int(group["restarts"].sum()) if "restarts" in group else 0,
             "latency_median_ms": median, "latency_p99_ms": p99,
+            "truncated": int(cut.loc[group.index].sum()),
+            "unfinished": int(counts[1].loc[group.index].sum()) if counts is not None else 0,
         })
     return pd.DataFrame(rows)
 
@@ -109,12 +117,15 @@ def suite_markdown(table: pd.DataFrame, reference: str, description: str | None 
     """The Markdown of a :func:`suite_table` with its notes (and ``description``, the suite's, above them); the
     column of the bound ratio only when there are bounds."""
     bounds = bool(table["bound_ratio"].notna().any())
-    head = ["policy", "n", "avg JCT (h)", f"avg JCT / {reference}'s (paired)"]
+    cuts = "truncated" in table and bool((table["truncated"] > 0).any())
+    head = ["policy", "n"] + ["truncated", "unfinished"] * cuts + ["avg JCT (h)", f"avg JCT / {reference}'s (paired)"]
     head += ["avg JCT / lower bound"] * bounds
     head += ["GPU-hours per workload", "OOMs", "restarts", "decision median (ms)", "decision p99 (ms)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for _, r in table.iterrows():
-        cells = [f"`{r['policy']}`", str(int(r["n"])), format_ci(r["avg_jct_h"], r["avg_jct_h_ci95"]),
+        cells = [f"`{r['policy']}`", str(int(r["n"]))]
+        cells += [f"{int(r['truncated']):,}", f"{int(r['unfinished']):,}"] * cuts
+        cells += [format_ci(r["avg_jct_h"], r["avg_jct_h_ci95"]),
                  format_ratio(r["ref_ratio"], r["ref_ratio_low"], r["ref_ratio_high"])]
         if bounds:
             cells.append(format_ratio(r["bound_ratio"], r["bound_ratio_low"], r["bound_ratio_high"]))
@@ -133,6 +144,8 @@ def suite_markdown(table: pd.DataFrame, reference: str, description: str | None 
         "decision times: the median and 99th percentile of the wall time of every predict call of the policy "
         "in the suite.",
     ]
+    if cuts:
+        notes.append(CUT_NOTE + " The paired ratios leave out the workloads where a budget cut either episode.")
     if description:
         notes.insert(0, f"Workloads: {description}.")
     return "\n".join(lines) + "\n\n" + "\n\n".join(notes) + "\n"

@@ -167,3 +167,32 @@ def test_evaluate_cli_warns_of_few_seeds_and_draws_schedules(tmp_path, capsys):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert {"avg_jct_h", "avg_jct_h_ci95", "utilisation_frac"} <= set(pd.read_csv(out / "summary.csv").columns)
     assert {"jct_h", "submit_time_s"} <= set(pd.read_csv(out / "jobs.csv").columns)
+
+
+def test_the_summary_shows_cut_episodes_per_policy_and_a_cut_counts_every_job(env):
+    """run_episode with a step limit: the cut's avg_jct_h counts every job (never below its finished jobs'),
+    and the summary table gains the columns truncated and unfinished, only when an episode was cut."""
+    import pandas as pd
+
+    from frenzy_env.evaluation.episodes import CUT_NOTE, summarise, summary_markdown
+
+    cut = run_episode(env, make_policy("fifo", env), seed=0, max_steps=60).metrics
+    left = int(cut["jobs"] - cut["finished"] - cut["rejected"])
+    assert cut["truncated"] == 1.0 and left == cut["unfinished"] + cut["not_arrived"] > 0
+    assert cut["avg_jct_h"] >= cut["truncated_at_h"] * (cut["unfinished"] + cut["not_arrived"]) / (
+        cut["jobs"] - cut["rejected"])
+    if cut["finished"]:
+        assert cut["avg_jct_h"] >= cut["avg_jct_finished_h"]
+    full = {"jobs": 400.0, "finished": 400.0, "rejected": 0.0, "avg_jct_h": 3.0}
+    episodes = pd.DataFrame([
+        {"workload": "w", "policy": "fifo", "seed": 0, **full},
+        {"workload": "w", "policy": "fifo", "seed": 1, **full},
+        {"workload": "w", "policy": "random", "seed": 0, **{k: cut[k] for k in (*full, "truncated")}},
+        {"workload": "w", "policy": "random", "seed": 1, **full},
+    ])
+    md = summary_markdown(summarise(episodes))
+    assert md.startswith("| workload | policy | n | truncated | unfinished | avg_jct_h |")
+    assert "| w | fifo | 2 | 0 | 0 | 3 ± 0 |" in md and f"| w | random | 2 | 1 | {left:,} |" in md
+    assert CUT_NOTE in md
+    finished = summary_markdown(summarise(episodes[episodes["policy"] == "fifo"]))
+    assert finished.startswith("| workload | policy | n | avg_jct_h |") and "truncated" not in finished

@@ -220,3 +220,29 @@ def test_results_page_keeps_its_intro_and_the_other_suites():
     kept = update_results_page(hand, "v4-quick", section("v4-quick", "| b |\n"))
     assert kept.startswith(hand.rstrip("\n")) and kept.count(GENERATED_MARKER) == 1
     assert update_results_page(kept, "v4-quick", section("v4-quick", "| b |\n")) == kept
+
+
+def test_a_suite_table_shows_cut_episodes_and_pairs_only_finished_ones():
+    from frenzy_env.evaluation.results import suite_markdown, suite_table
+
+    rows = []
+    for k, (ref, mine) in enumerate(((1.0, 2.0), (2.0, 2.0), (4.0, 0.5))):
+        for policy, jct in (("ref", ref), ("mine", mine)):
+            cut = policy == "mine" and k == 2  # mine's third episode is cut with 5 jobs left
+            rows.append({"workload": "w", "seed": k, "policy": policy, "avg_jct_h": jct, "gpu_hours": 1.0,
+                         "ooms": 0, "restarts": 0, "latency_median_ms": 1.0, "latency_p99_ms": 1.0, "jobs": 10,
+                         "finished": 4 if cut else 9, "rejected": 1, **({"truncated": 1.0} if cut else {})})
+    episodes = pd.DataFrame(rows)
+    table = suite_table(episodes, "ref").set_index("policy")
+    # the cut workload is no pair: mine / ref over the first two, 2 and 1
+    assert table.loc["mine", "ref_ratio"] == pytest.approx(math.sqrt(2.0))
+    assert (table.loc["mine", "truncated"], table.loc["mine", "unfinished"]) == (1, 5)
+    assert (table.loc["ref", "truncated"], table.loc["ref", "unfinished"]) == (0, 0)
+    md = suite_markdown(table.reset_index(), "ref")
+    head = md.split("\n")[0]
+    assert head.startswith("| policy | n | truncated | unfinished | avg JCT (h) |")
+    assert "| `mine` | 3 | 1 | 5 |" in md and "| `ref` | 3 | 0 | 0 |" in md
+    assert "leave out the workloads where a budget cut either episode" in md
+    # without a cut, the table is as it always was: no such columns, no note
+    finished = suite_markdown(suite_table(episodes.drop(columns="truncated"), "ref"), "ref")
+    assert finished.split("\n")[0].startswith("| policy | n | avg JCT (h) |") and "truncated" not in finished
