@@ -169,6 +169,7 @@ def test_gated_mixture_by_hand(tmp_path):
     assert float(policy.gate.bias.grad.abs().sum()) == pytest.approx(0.8, abs=1e-6)  # only the hint's type
 
 
+@pytest.mark.slow  # a few seconds of training: the slow tier keeps the fast one under 4 minutes
 def test_a_gated_policy_trains_and_plays_and_loads_an_unguided_model(tmp_path):
     env = FrenzyEnv(workload="synthetic-small")
     plain = _container(dataclasses.replace(_cfg(tmp_path), ppo=PPOConfig(bc_episodes=0)), env).policy

@@ -255,6 +255,7 @@ def test_a_wall_clock_limit_ends_the_run_validated_and_saved(tmp_path):
     assert (out / "checkpoint.pt").is_file() and (out / "model.zip").is_file()
 
 
+@pytest.mark.slow  # a few seconds of training: the slow tier keeps the fast one under 4 minutes
 def test_validation_samples_with_common_random_numbers_and_greedy_with_zero(tmp_path):
     from agents.ppo.training import Validator, _container
     from agents.ppo.workloads import make_env, training_generator
@@ -280,6 +281,7 @@ def _save(model, path):
     return path
 
 
+@pytest.mark.slow  # a few seconds of training: the slow tier keeps the fast one under 4 minutes
 def test_init_model_continues_from_its_weights(tmp_path):
     first = train(_tiny(tmp_path, "a"))
     cfg = dataclasses.replace(_tiny(tmp_path, "b"), init_model=str(first / "model.zip"), timesteps=192)
@@ -336,6 +338,7 @@ def test_init_model_continues_adams_moments_only_from_its_own_checkpoint(tmp_pat
         dataclasses.replace(cfg, init_optimizer="yes")
 
 
+@pytest.mark.slow  # a few seconds of training: the slow tier keeps the fast one under 4 minutes
 def test_the_loaded_policy_samples_reproducibly_from_its_distribution(tmp_path):
     from agents.ppo.training import _container
     from agents.ppo.workloads import make_env, training_generator
@@ -496,6 +499,7 @@ def test_instant_weights_by_hand():
         PPOConfig(instant_weighting="yes")
 
 
+@pytest.mark.slow  # a few seconds of training: the slow tier keeps the fast one under 4 minutes
 def test_instant_weighting_changes_the_actors_update(tmp_path):
     """The same first update from the same weights and the same rollout, with and without instant weighting:
     the tiny workloads have bursts of same-instant decisions, so the actor's step differs."""
@@ -602,6 +606,7 @@ def test_sia_teacher_solves_once_per_instant_sets_no_timers_and_follows_sias_pla
     assert m["finished"] + m["rejected"] == m["jobs"] and m["invalid_actions"] == 0
 
 
+@pytest.mark.slow  # a few seconds of training: the slow tier keeps the fast one under 4 minutes
 def test_teacher_pull_decays_lowers_the_teachers_cross_entropy_and_resumes(tmp_path):
     """ppo.bc_coef: the teacher's demonstrations are collected even when an init_model skips the warm start,
     saved beside the run, and pulled towards with a weight that decays linearly (hand values per update); the
