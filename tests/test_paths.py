@@ -55,8 +55,8 @@ def test_the_temporary_file_is_in_the_same_folder_and_replaces_the_file(tmp_path
 
 
 def test_a_mode_other_than_write_is_refused(tmp_path):
-    with pytest.raises(ValueError, match="mode must be 'w' or 'wb', got 'a'"), atomic_open(tmp_path / "x", "a"):
-        pass
+    with pytest.raises(ValueError, match="mode must be 'w' or 'wb', got 'a'"), atomic_open(tmp_path / "x", "a") as fh:
+        fh.write("never written: the mode is refused on entry")
 
 
 def test_csv_of_a_frame_without_its_index(tmp_path):

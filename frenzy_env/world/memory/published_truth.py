@@ -101,6 +101,7 @@ import numpy as np
 from frenzy_env.errors import ConfigError
 from frenzy_env.paths import PACKAGE_DATA, atomic_open
 from frenzy_env.world.memory.estimator import CONTEXT_BYTES, MiB, estimate_memory_layouts
+from frenzy_env.world.memory.truth import read_numeric_rows, source_weights
 from frenzy_env.world.models import ModelSpec
 
 #: the shipped ratio table (see the module docstring)
@@ -167,23 +168,11 @@ def write_ratios(path: str | Path = RATIOS_CSV, cases: str | Path | None = None)
 
 def load_ratios(path: str | Path = RATIOS_CSV) -> list[dict[str, Any]]:
     """The rows of a ratio CSV (numbers as floats)."""
-    with open(path, newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    if not rows:
-        raise ConfigError(f"ratio table {path} has no rows")
+    rows = read_numeric_rows(path, "ratio", ("measured_mib", "context_mib", "structural_mib", "ratio"))
     for r in rows:
         if r["allocator"] not in ALLOCATORS:
             raise ConfigError(f"ratio table {path}: case {r['case']} has allocator {r['allocator']!r}")
-        for k in ("measured_mib", "context_mib", "structural_mib", "ratio"):
-            r[k] = float(r[k])
     return rows
-
-
-def source_weights(source_ids: Iterable[str]) -> np.ndarray:
-    """Probability of each case: every source equally likely, split evenly over its cases."""
-    ids = list(source_ids)
-    counts = {s: ids.count(s) for s in set(ids)}
-    return np.array([1.0 / (len(counts) * counts[s]) for s in ids])
 
 
 @lru_cache(maxsize=1)
@@ -194,7 +183,7 @@ def ratio_table() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rows = load_ratios()
     ratios = np.array([r["ratio"] for r in rows], dtype=np.float64)
     drawn = np.array([r["allocator"] == "drawn" for r in rows], dtype=bool)
-    return ratios, source_weights(r["source_id"] for r in rows), drawn
+    return ratios, source_weights([r["source_id"] for r in rows]), drawn
 
 
 def factors_from_uniforms(u_case: np.ndarray, u_frag: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

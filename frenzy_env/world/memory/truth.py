@@ -115,16 +115,22 @@ def write_residuals(
     return path
 
 
-def load_residuals(path: str | Path = RESIDUALS_CSV) -> list[dict[str, Any]]:
-    """The rows of a residual CSV (numbers as floats)."""
+def read_numeric_rows(path: str | Path, what: str, numeric: Sequence[str]) -> list[dict[str, Any]]:
+    """The rows of a CSV of per-case ratios, the ``numeric`` columns as floats; a :class:`ConfigError` naming
+    ``what`` (the table's kind) and ``path`` when it has no rows."""
     with open(path, newline="") as fh:
         rows = list(csv.DictReader(fh))
     if not rows:
-        raise ConfigError(f"residual table {path} has no rows")
+        raise ConfigError(f"{what} table {path} has no rows")
     for r in rows:
-        for k in ("measured_mib", "predicted_mib", "ratio"):
+        for k in numeric:
             r[k] = float(r[k])
     return rows
+
+
+def load_residuals(path: str | Path = RESIDUALS_CSV) -> list[dict[str, Any]]:
+    """The rows of a residual CSV (numbers as floats)."""
+    return read_numeric_rows(path, "residual", ("measured_mib", "predicted_mib", "ratio"))
 
 
 def source_weights(source_ids: Sequence[str]) -> np.ndarray:
