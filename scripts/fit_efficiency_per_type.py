@@ -10,6 +10,8 @@
    half-saturation batches should stand in the ratio of the two GPUs' ridges (the ``T_half`` rule).
 4. A measured GPT-2 small run on an RTX 3090 put in the simulator's terms, against the two curves.
 5. Iteration times of a few representative jobs under "flat", "microbatch" and "per_type".
+6. LLM widths: the H100's level on MosaicML's MPT benchmarks (H100 and A100-80GB, the same code), the width rule
+   fitted on them, and the per-GPU H100 / A100 throughput of a 7B-class GPT the model gives against the published.
 
 Usage: ``python scripts/fit_efficiency_per_type.py [--json OUT]``.
 """
@@ -30,6 +32,7 @@ from frenzy_env.world.efficiency import (
     HALF_TOKENS_BY_TYPE,
     LEVEL_BY_TYPE,
     REFERENCE_TOKENS,
+    WIDTH_EXPONENT,
     microbatch_efficiency,
     saturation,
     type_efficiency,
@@ -153,6 +156,38 @@ def section_gpt2_3090() -> dict:
     return {"measured": u, "microbatch": v5, "per_type": per}
 
 
+def section_llm_width() -> dict:
+    print("6. LLM widths: the H100's level over the A100-80GB's on MosaicML's MPT benchmarks (same code, bf16, FSDP)")
+    for p in fits.MPT_PAIRS:
+        (mh, *_, th), (ma, *_, ta) = p[3], p[4]
+        print(f"  {p[0]:5s} width {fits.MPT_WIDTH[p[0]]:5d} seq {p[1]:5d} {p[2]:2d} GPUs: MFU {mh:5.2f} / {ma:5.2f}, "
+              f"tokens/s/GPU {th / ta:.2f}x; level {fits.mpt_level(p):.3f}")
+    llm, k, sd, n = fits.fit_width_exponent()
+    print(f"  level at widths >= {fits.WIDTH_WIDE} (one node, {n} pairs): {llm:.3f} (sd of log {sd:.1%}); "
+          f"exponent on the BERT-large level {k:.3f} (shipped {WIDTH_EXPONENT})")
+    print("  7B-class GPT (llama-7b, seq 2048, 8 GPUs one node, dp 8, batch 512): per-GPU throughput H100 / A100-80GB")
+    ratios = {}
+    for mb in (1, 2, 4):
+        kw = dict(batch_size=512, seq_len=2048, dp=8, tp=1, micro_batch=mb, nodes_spanned=1)
+        row = {}
+        for e in ("microbatch", "per_type"):
+            row[e] = (iteration_time("llama-7b", gpu="A100-80GB", efficiency=e, **kw)
+                      / iteration_time("llama-7b", gpu="H100-80GB", efficiency=e, **kw))
+        # the BERT-large level alone (no width rule): the H100's compute at level 0.6615 instead
+        half, level = HALF_TOKENS_BY_TYPE["H100-80GB"], LEVEL_BY_TYPE["H100-80GB"]
+        u = microbatch_efficiency(mb * 2048.0, DEFAULT_UTILISATION * level, half_tokens=half)
+        u_w = type_efficiency(mb * 2048.0, DEFAULT_UTILISATION, "H100-80GB", get_model("llama-7b").hidden)
+        t_h = iteration_time("llama-7b", gpu="H100-80GB", efficiency="per_type", **kw)
+        t_c = get_model("llama-7b").flops_per_token(2048) * 512 * 2048 / (8 * 989e12)
+        row["per_type, BERT-large level"] = (iteration_time("llama-7b", gpu="A100-80GB", efficiency="per_type", **kw)
+                                             / (t_h + t_c / u - t_c / u_w))
+        ratios[mb] = row
+        print(f"    micro-batch {mb}: " + ", ".join(f"{e} {r:.2f}x" for e, r in row.items()))
+    pub = [(p[1], p[3][3] / p[4][3]) for p in fits.MPT_PAIRS if p[0] == "7b"]
+    print("    published (MPT-7B, 8 GPUs, tokens/s/GPU): " + ", ".join(f"seq {s} {r:.2f}x" for s, r in pub))
+    return {"level_llm": llm, "exponent": k, "sd": sd, "pairs": n, "ratio_7b": ratios, "published_7b": pub}
+
+
 def section_jobs() -> list:
     print("5. Iteration time (s): flat, microbatch, per_type, per_type / microbatch")
     out = []
@@ -170,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write every number to this JSON file")
     args = parser.parse_args(argv)
     result = {"fits": section_fits(), "checks": section_checks(), "gavel": section_gavel(),
-              "gpt2_3090": section_gpt2_3090(), "jobs": section_jobs()}
+              "gpt2_3090": section_gpt2_3090(), "jobs": section_jobs(), "llm_width": section_llm_width()}
     if args.json:
         atomic_write_json(args.json, result)
     return 0

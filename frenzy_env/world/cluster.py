@@ -129,6 +129,37 @@ _CATALOGUE = (
             "NVIDIA Tesla P100 datasheet (PCIe 16GB, FP32 rate = FP16 w/ FP32 acc); PCIe 3.0 x16; "
             "one 25 GbE per node (assumed)",
             nics_per_node=1),
+    # Types of the cloud-mixed preset (no other preset holds them). Prices: indicative, in the ratio of AWS EC2
+    # on-demand list prices (us-east-1, 2024-25) per GPU to the p5.48xlarge's (8 x H100, $98.32/h), applied to
+    # the H100's $4.50 above: p5e.48xlarge (8 x H200) $118.02/h, g6e.48xlarge (8 x L40S) $30.13/h,
+    # g5.48xlarge (8 x A10G, the A10's cloud variant) $16.29/h.
+    # NVIDIA H200 Tensor Core GPU datasheet (SXM): FP16 and BF16 tensor 1,979 TFLOP/s with sparsity = 989
+    # dense (the H100's GH100 chip at the same clocks; data-centre parts run FP32 accumulate at full rate);
+    # 141 GB HBM3e at 4.8 TB/s; fourth-generation NVLink 900 GB/s = 450 per direction. DGX H200 user guide:
+    # 8 single-port ConnectX-7 400 Gb/s (NDR) compute NICs, one per GPU, as DGX H100: 8 x 50 = 400 GB/s.
+    GPUType("H200-141GB", 141 * GiB, 989.0, 450.0, 400.0, 5.40,
+            "NVIDIA H200 datasheet (SXM, FP16/BF16 1,979 sparse = 989 dense); NVLink 4; DGX H200 8x NDR 400 Gb/s",
+            nics_per_node=8),
+    # NVIDIA L40S datasheet: BF16 and FP16 tensor 362.05 TFLOP/s dense (733 with sparsity), 48 GB GDDR6 (ECC)
+    # at 864 GB/s, PCIe Gen4 x16 (64 GB/s bidirectional: 16 GT/s x 16 x 128/130 = 31.5 GB/s per direction),
+    # no NVLink. The datasheet does not name the accumulator; 362 is the full AD102 rate (142 SMs x 4 tensor
+    # cores x 256 dense FP16 FLOP/clock x 2.52 GHz = 366), twice the L40's 181 on the same chip, so the L40S
+    # is taken to run FP32 accumulate at full rate, as data-centre parts do (GeForce parts and the L40 halve
+    # it). Node: 8 GPUs, as AWS's g6e.48xlarge (8 x L40S, 400 Gb/s network) and NVIDIA's PCIe-optimised
+    # 2-8-5 server design (4 east-west NICs, one per GPU pair): 4 x 100 Gb/s = 50 GB/s per node (the split
+    # over 4 NICs assumed).
+    GPUType("L40S-48GB", 48 * GiB, 362.0, 31.5, 50.0, 1.40,
+            "NVIDIA L40S datasheet (FP16/BF16 362 dense, FP32 acc assumed full rate); PCIe 4.0 x16; "
+            "8-GPU node, 400 Gb/s as AWS g6e.48xlarge (4 NICs assumed)",
+            nics_per_node=4),
+    # NVIDIA A10 Tensor Core GPU datasheet: FP16 and BF16 tensor 125 TFLOP/s dense (250 with sparsity; GA102,
+    # 72 SMs x 4 x 256 x 1.695 GHz = 125: the full rate, FP32 accumulate included, as the GA102 whitepaper's
+    # data-centre A40), 24 GB GDDR6 at 600 GB/s, PCIe Gen4 x16 (31.5 GB/s per direction), 150 W, no NVLink
+    # bridge assumed. Node: 4 GPUs, as Oracle Cloud's BM.GPU.A10.4 (4 x A10, 2 x 50 Gb/s network) and AWS's
+    # g5.12xlarge/g5.24xlarge (4 x A10G): 2 x 50 Gb/s = 12.5 GB/s per node.
+    GPUType("A10-24GB", 24 * GiB, 125.0, 31.5, 12.5, 0.75,
+            "NVIDIA A10 datasheet (FP16/BF16 125 dense); PCIe 4.0 x16; 4-GPU node, 2 x 50 Gb/s as OCI BM.GPU.A10.4",
+            nics_per_node=2),
 )
 # fmt: on
 
@@ -325,11 +356,29 @@ def _large_1024() -> ClusterSpec:
     )
 
 
+def _cloud_mixed() -> ClusterSpec:
+    """80 GPUs of three types no other preset holds, in the server shapes clouds rent them in.
+
+    2 nodes x 8 H200-141GB (HGX/DGX H200 and AWS p5e.48xlarge hold 8, NVLink 4), 4 nodes x 8 L40S-48GB (AWS
+    g6e.48xlarge and NVIDIA's PCIe-optimised 2-8-5 design hold 8; PCIe only) and 8 nodes x 4 A10-24GB (Oracle
+    Cloud's BM.GPU.A10.4 and AWS g5.12xlarge hold 4; PCIe only): 16 + 32 + 32 GPUs on 14 nodes. One NVLink
+    training type and two PCIe types, one of them 24 GB, so the mix differs from every other preset in speed,
+    memory and links. Trace durations refer to the H200 (the data-centre training type, as the A100-80GB of
+    frenzy-testbed).
+    """
+    return ClusterSpec.from_counts(
+        "cloud-mixed",
+        {"H200-141GB": (2, 8), "L40S-48GB": (4, 8), "A10-24GB": (8, 4)},
+        reference_gpu_type="H200-141GB",
+    )
+
+
 CLUSTER_PRESETS = {
     "frenzy-testbed": _frenzy_testbed,
     "pai-2020": _pai_2020,
     "doubling-64": _doubling_64,
     "large-1024": _large_1024,
+    "cloud-mixed": _cloud_mixed,
 }
 
 

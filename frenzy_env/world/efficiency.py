@@ -70,7 +70,22 @@ V100       651     fit: NVIDIA BERT-large sweep (mixed)     1.145  fit: Lambda B
 RTX3090    226     RULE (ridge)                             1.581  fit: Lambda BERT-large, RTX 3090
 T4         604     RULE (ridge)                             0.887  RULE (ridge); checked on TU104 (RTX 5000)
 P100       38      RULE (ridge)                             2.533  RULE (ridge); checked on Pascal (1080 Ti)
+H200       613     RULE (ridge)                             0.879  RULE (ridge); not checked
+L40S       1246    RULE (ridge)                             0.443  its chip (AD102): Lambda, RTX 6000 Ada
+A10        619     RULE (ridge)                             0.720  fit: Lambda BERT-large, A10
 ========== ======= ======================================== ====== ==========================================
+
+The levels above are at BERT-large's width (1024). At a model width ``h`` the level is ``level ** e(h)``
+(:func:`width_exponent`): ``e`` = 1 at ``h`` <= 1024, :data:`WIDTH_EXPONENT` = 0.799 at ``h`` >= 2048, linear in
+log2(h) between. Fit (:func:`frenzy_env.world.efficiency_fits.fit_width_exponent`): MosaicML's MPT benchmarks
+(mosaicml/llm-foundry ``scripts/train/benchmarking/README.md``: the same Composer/FSDP code in bf16 on H100 80GB and
+A100 80GB) give the H100's level over the A100-80GB's, each MFU put in the simulator's terms as the Lambda levels
+are, on 20 one-node pairs of widths 2,048-7,168: 0.719 (sd 4.0% in log, no trend with width), against 0.662 at
+BERT-large and 0.603 at BERT-base; 0.799 = log 0.719 / log 0.662. Held out: the 760m pairs (width 1,536) 0.715
+against the rule's 0.694 (-2.9%), the 70B pairs on 32 and 64 GPUs 0.796 against 0.719 (-9.7%). The H100 is the only
+type measured at LLM widths; the exponent is applied to every type's level as a RULE (a wider model spends less of
+its time on memory-bound work, so every level moves toward the A100's 1; BERT-base's levels lie further from 1
+than BERT-large's on the H100, V100, RTX 3090, A10 and RTX 6000 Ada alike). The A100-80GB stays at 1 at every width.
 
 - V100 ``T_half`` = 651 +- 174 tokens (rms 1.9 %): NVIDIA DeepLearningExamples' BERT-large pretraining on one
   V100 of a DGX-1 16GB and of a DGX-1 32GB (TensorFlow 20.06, mixed precision; micro-batches 16 and 64 at
@@ -86,6 +101,10 @@ P100       38      RULE (ridge)                             2.533  RULE (ridge);
   clocks below the boost the datasheet's peak assumes (the rule overestimates the 250 W A100 PCIe by 8-13 %).
   The P100's level (ridge 12.7, outside the fitted 76-295) puts it at the peak of its FP32 rate, the
   catalogue's mixed-precision peak for Pascal; the GTX 1080 Ti (Pascal, ridge 23) measures 6 % above the rule.
+- The A10 (150 W) and the RTX 6000 Ada (300 W), power-limited GDDR6 parts measured in the same benchmark, lie
+  21% and 26% below the rule; so the A10 takes its measured level and the L40S (no measurement; the RTX 6000 Ada's
+  AD102 chip at 350 W) the RTX 6000 Ada's delivered FLOP/s, 0.440 x 364.2 / 362. The H200 (the H100's chip with
+  4.8 TB/s) takes the rule's level at its ridge (206), with no like-for-like measurement to check it.
 - Held-out checks: the V100 check above, which ran in FP32, predicted by the V100 curve at FP32 (``T_half``
   scaled by the ridge at 15.7 TFLOP/s and 4-byte weights over that at 125 and 2 bytes): 0.818 against 0.875
   (-6.4 %; the V100 FP32 columns of the same NVIDIA tables fitted alone: 0.793, -9.4 %); V100 SQuAD throughput
@@ -95,9 +114,10 @@ P100       38      RULE (ridge)                             2.533  RULE (ridge);
   GTX 1080 Ti, A100 40GB PCIe, H100 PCIe): +4.5, +1.9, -5.5, +12.6 / +8.3, +0.8 %. The ``T_half`` rule is
   weaker: it gives the V100 413 against the fitted 651 (-37 %).
 - The levels follow the ridge: a GPU with more memory bandwidth per FLOP (RTX 3090, V100, Pascal) spends less
-  of its time on memory-bound work, so it reaches more of its peak than an A100, and an H100 less. The data
-  do not separate model width from type (the BERT-base levels differ from BERT-large's by up to 11 %, both far
-  narrower than the LLMs of the catalogue): one level per type.
+  of its time on memory-bound work, so it reaches more of its peak than an A100, and an H100 less. BERT-base's
+  levels differ from BERT-large's by up to 11 % in the direction of the ridge, and the H100's MPT levels at LLM
+  widths lie 9 % above its BERT-large level: the width rule above. The V100, RTX 3090 and the rule types have
+  no measurement at LLM widths; their wide-model levels are the rule's.
 
 Gradient accumulation (:data:`MICROSTEP_OVERHEAD_S`): under ``"microbatch"`` and ``"per_type"`` each of the ``m``
 micro-steps of an iteration computes at its micro-batch's efficiency, and every micro-step after the first also
@@ -108,6 +128,8 @@ all-reduce still runs once per iteration.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -180,6 +202,9 @@ HALF_TOKENS_BY_TYPE: dict[str, float] = {
     "RTX3090-24GB": 226.0,  # RULE: ridge 71 / 936 = 76
     "T4-16GB": 604.0,  # RULE: ridge 65 / 320 = 203
     "P100-16GB": 38.0,  # RULE: ridge 9.3 / 732 = 12.7
+    "H200-141GB": 613.0,  # RULE: ridge 989 / 4,800 = 206
+    "L40S-48GB": 1246.0,  # RULE: ridge 362 / 864 = 419
+    "A10-24GB": 619.0,  # RULE: ridge 125 / 600 = 208
 }
 #: ``efficiency="per_type"``: the efficiency at REFERENCE_TOKENS of each catalogue GPU type over the A100-80GB's
 #: (``utilisation``), measured on one job run alike on each type, or by the RULE (see the module docstring)
@@ -192,7 +217,18 @@ LEVEL_BY_TYPE: dict[str, float] = {
     "RTX3090-24GB": 1.581,  # fit: RTX 3090
     "T4-16GB": 0.887,  # RULE: 1 / (0.346 + 0.00384 x 203); an upper estimate (70 W)
     "P100-16GB": 2.533,  # RULE: 1 / (0.346 + 0.00384 x 12.7); u is capped at the peak
+    "H200-141GB": 0.879,  # RULE: 1 / (0.346 + 0.00384 x 206)
+    "L40S-48GB": 0.443,  # the same chip (AD102): RTX 6000 Ada's measured 0.440 x 364.2 / 362 TFLOP/s
+    "A10-24GB": 0.720,  # fit: Lambda BERT-large, A10 (the rule gives 0.873: +21%)
 }
+#: ``efficiency="per_type"``: the exponent of the level at LLM widths (``hidden`` >= WIDTH_WIDE), ``level **
+#: WIDTH_EXPONENT``: the H100's level over the A100-80GB's on MosaicML's MPT benchmarks (widths 2,048-7,168, one
+#: node, 20 pairs: 0.719) against its BERT-large level (0.6615): log 0.719 / log 0.6615 (fitted, see the docstring)
+WIDTH_EXPONENT = 0.799
+#: model widths at or below which the level is the BERT-large one, and at or above which it is ``level **
+#: WIDTH_EXPONENT`` (linear in log2(width) between)
+WIDTH_NARROW = 1024
+WIDTH_WIDE = 2048
 
 
 def check_efficiency(value: object, name: str = "efficiency") -> str:
@@ -224,16 +260,31 @@ def microbatch_efficiency(
     return float(out) if np.ndim(out) == 0 else out
 
 
-def type_curve(gpu_name: str) -> tuple[float, float]:
-    """``(T_half, level)`` of the GPU type ``gpu_name`` under ``efficiency="per_type"``; a type outside the
-    catalogue gets the A100-80GB's, ``(HALF_TOKENS, 1.0)``: the ``"microbatch"`` curve."""
-    return HALF_TOKENS_BY_TYPE.get(gpu_name, HALF_TOKENS), LEVEL_BY_TYPE.get(gpu_name, 1.0)
+def width_exponent(hidden: float | None) -> float:
+    """The exponent of the per-type level at model width ``hidden``: 1 at or below :data:`WIDTH_NARROW` (and for
+    ``None``), :data:`WIDTH_EXPONENT` at or above :data:`WIDTH_WIDE`, linear in log2(width) between."""
+    if hidden is None:
+        return 1.0
+    x = math.log2(max(float(hidden), 1.0) / WIDTH_NARROW) / math.log2(WIDTH_WIDE / WIDTH_NARROW)
+    return 1.0 + (WIDTH_EXPONENT - 1.0) * min(max(x, 0.0), 1.0)
 
 
-def type_efficiency(tokens: np.ndarray | float, utilisation: float, gpu_name: str) -> np.ndarray | float:
-    """Model FLOPs utilisation of the GPU type ``gpu_name`` at ``tokens`` per micro-batch under
-    ``efficiency="per_type"``: ``utilisation x level x g_type(T) / g_type(T_ref)``, at most 1 (:func:`type_curve`)."""
-    half, level = type_curve(gpu_name)
+def type_curve(gpu_name: str, hidden: float | None = None) -> tuple[float, float]:
+    """``(T_half, level)`` of the GPU type ``gpu_name`` for a model of width ``hidden`` under
+    ``efficiency="per_type"``: the level is ``LEVEL_BY_TYPE ** width_exponent(hidden)`` (the BERT-large level at
+    ``hidden`` <= 1024 or ``None``); a type outside the catalogue gets the A100-80GB's, ``(HALF_TOKENS, 1.0)``:
+    the ``"microbatch"`` curve."""
+    level = LEVEL_BY_TYPE.get(gpu_name, 1.0)
+    return HALF_TOKENS_BY_TYPE.get(gpu_name, HALF_TOKENS), level ** width_exponent(hidden) if level != 1.0 else 1.0
+
+
+def type_efficiency(
+    tokens: np.ndarray | float, utilisation: float, gpu_name: str, hidden: float | None = None
+) -> np.ndarray | float:
+    """Model FLOPs utilisation of the GPU type ``gpu_name`` at ``tokens`` per micro-batch of a model of width
+    ``hidden`` under ``efficiency="per_type"``: ``utilisation x level x g_type(T) / g_type(T_ref)``, at most 1
+    (:func:`type_curve`)."""
+    half, level = type_curve(gpu_name, hidden)
     return microbatch_efficiency(tokens, utilisation * level, half_tokens=half)
 
 

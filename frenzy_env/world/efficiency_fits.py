@@ -41,7 +41,7 @@ from __future__ import annotations
 import numpy as np
 
 from frenzy_env.world.cluster import GPU_TYPES
-from frenzy_env.world.efficiency import HALF_TOKENS, HF_CHECK, REFERENCE_TOKENS, saturation
+from frenzy_env.world.efficiency import HALF_TOKENS, HF_CHECK, REFERENCE_TOKENS, saturation, width_exponent
 from frenzy_env.world.models import ModelSpec, custom_model, get_model
 from frenzy_env.world.throughput import DEFAULT_OVERHEAD_S, DEFAULT_UTILISATION
 
@@ -96,6 +96,9 @@ BENCH_GPUS: dict[str, tuple[str, float, float, str]] = {
     "H100 PCIe": ("", 756.0, 2000.0, "NVIDIA H100 datasheet (PCIe: 1,513 sparse = 756 dense TFLOPS, 2 TB/s)"),
     "Quadro RTX 5000": ("", 89.2, 448.0, "NVIDIA Quadro RTX 5000 datasheet (TU104, as T4: 89.2 TFLOPS, 448 GB/s)"),
     "GTX 1080 Ti": ("", 11.34, 484.0, "NVIDIA GTX 1080 Ti specifications (Pascal GP102: 11.34 TFLOPS FP32, 484 GB/s)"),
+    "A10": ("A10-24GB", 125.0, 600.0, "NVIDIA A10 datasheet (125 TFLOPS FP16/BF16 dense, 600 GB/s GDDR6)"),
+    "RTX 6000 Ada": ("", 364.2, 960.0, "NVIDIA Ada Lovelace whitepaper App. (RTX 6000 Ada: AD102, the L40S's chip, "
+                     "364.2 TFLOPS FP16 w/ FP32 acc; 960 GB/s)"),
 }
 
 #: Memory bandwidth (GB/s, datasheet) of the catalogue types without a like-for-like measurement; with the peak
@@ -103,6 +106,8 @@ BENCH_GPUS: dict[str, tuple[str, float, float, str]] = {
 TYPE_MEMORY: dict[str, tuple[float, str]] = {
     "T4-16GB": (320.0, "NVIDIA T4 datasheet (320 GB/s GDDR6)"),
     "P100-16GB": (732.0, "NVIDIA Tesla P100 datasheet (PCIe 16GB: 732 GB/s HBM2)"),
+    "H200-141GB": (4800.0, "NVIDIA H200 datasheet (SXM: 4.8 TB/s HBM3e)"),
+    "L40S-48GB": (864.0, "NVIDIA L40S datasheet (864 GB/s GDDR6)"),
 }
 
 #: BERT SQuAD v1.1 fine-tuning, fp16 (AMP), one GPU (:data:`SOURCE_LAMBDA`): (benchmark version, GPU label of
@@ -118,6 +123,10 @@ LAMBDA_POINTS: tuple[tuple[str, str, str, int, float], ...] = (
     ("v1", "RTX 3090", "bert-base", 96, 172.0),
     ("v1", "A100 80GB SXM4", "bert-base", 320, 443.0),
     ("v1", "H100 SXM5", "bert-base", 320, 812.0),
+    ("v1", "A10", "bert-large", 28, 42.0),  # "LambdaCloud A10", 150 W
+    ("v1", "A10", "bert-base", 80, 135.0),
+    ("v1", "RTX 6000 Ada", "bert-large", 64, 79.0),
+    ("v1", "RTX 6000 Ada", "bert-base", 192, 255.0),
     ("v0", "V100 PCIe", "bert-large", 24, 49.0),  # "V100 32GB", 250 W
     ("v0", "RTX 3090", "bert-large", 16, 47.0),
     ("v0", "A100 80GB SXM4", "bert-large", 64, 123.0),
@@ -138,7 +147,10 @@ LEVEL_SOURCES: dict[str, tuple[str, str]] = {
     "RTX3090-24GB": ("v1", "RTX 3090"),
     "H100-80GB": ("v1", "H100 SXM5"),
     "A100-40GB": ("v0", "A100 40GB SXM4"),
+    "A10-24GB": ("v1", "A10"),
 }
+#: the measured types the level RULE is fitted on (the A10, measured like them, is held out: it checks the rule)
+RULE_FIT_TYPES = ("A100-80GB", "V100-16GB", "RTX3090-24GB", "H100-80GB", "A100-40GB")
 
 #: BERT-base (Devlin et al. 2019, arXiv 1810.04805: L=12, H=768, A=12), for the width check
 BERT_BASE = custom_model(vocab_size=30522, hidden=768, layers=12, heads=12, max_seq_len=512, arch="encoder",
@@ -214,12 +226,13 @@ def levels(v100_half: float | None = None) -> dict[tuple[str, str, str], float]:
 
 def fit_level_rule(lv: dict | None = None) -> tuple[float, float, float]:
     """The RULE's ``level = 1 / (a + b ridge)`` fitted by least squares on log level over the measured catalogue
-    types (:data:`LEVEL_SOURCES`, BERT-large). Returns (a, b, largest absolute log residual)."""
+    types of :data:`RULE_FIT_TYPES` (BERT-large). Returns (a, b, largest absolute log residual)."""
     from scipy.optimize import least_squares
 
     lv = levels() if lv is None else lv
-    x = np.array([ridge(*BENCH_GPUS[g][1:3]) for v, g in LEVEL_SOURCES.values()])
-    y = np.log([lv[(v, g, "bert-large")] for v, g in LEVEL_SOURCES.values()])
+    sources = [LEVEL_SOURCES[t] for t in RULE_FIT_TYPES]
+    x = np.array([ridge(*BENCH_GPUS[g][1:3]) for v, g in sources])
+    y = np.log([lv[(v, g, "bert-large")] for v, g in sources])
     res = least_squares(lambda p: -np.log(p[0] + p[1] * x) - y, [0.4, 0.004])
     return float(res.x[0]), float(res.x[1]), float(np.abs(res.fun).max())
 
@@ -244,8 +257,89 @@ def fitted_constants() -> tuple[dict[str, float], dict[str, float]]:
         else:
             memory = TYPE_MEMORY[name][0]
             half[name] = rule_half_tokens(g.peak_tflops, memory)
-            level[name] = rule_level(g.peak_tflops, memory, rule)
+            if name in LEVEL_SAME_CHIP:  # the same chip's measured delivered FLOP/s over this type's peak
+                version, label = LEVEL_SAME_CHIP[name]
+                level[name] = lv[(version, label, "bert-large")] * BENCH_GPUS[label][1] / g.peak_tflops
+            else:
+                level[name] = rule_level(g.peak_tflops, memory, rule)
     return half, level
+
+
+#: Types without a measurement of their own whose level is their chip's, measured on a sibling part: label of
+#: :data:`BENCH_GPUS` and benchmark version. The L40S is an AD102 as the RTX 6000 Ada (142 SMs, 48 GB GDDR6;
+#: 350 W against 300 W, 864 against 960 GB/s); the rule overestimates that measured sibling by 26% (and the
+#: A10, another power-limited GDDR6 part, by 21%), so the sibling's delivered FLOP/s stand for the L40S's.
+LEVEL_SAME_CHIP: dict[str, tuple[str, str]] = {"L40S-48GB": ("v1", "RTX 6000 Ada")}
+
+
+SOURCE_MOSAIC = (
+    "mosaicml/llm-foundry scripts/train/benchmarking/README.md at commit 061f2c7 ('MPT Training Benchmarks': "
+    "tables 'H100 80GB BF16' and 'A100 80GB with 1600 Gbps node-node interconnect (RoCE)'; Composer, FSDP "
+    "FULL_SHARD, amp_bf16, the same code on both GPUs)"
+)
+#: MPT model widths (d_model of llm-foundry's scripts/train/yamls/pretrain/mpt-*.yaml)
+MPT_WIDTH = {"760m": 1536, "1b": 2048, "3b": 2560, "7b": 4096, "13b": 5120, "30b": 7168, "70b": 8192}
+#: LLM-width pairs, the same model, sequence and GPU count on H100 80GB SXM and A100 80GB SXM
+#: (:data:`SOURCE_MOSAIC`): (model, sequence, GPUs, then per GPU type (H100 first): MFU in %, micro-batch, gradient
+#: accumulation steps, tokens/s per GPU). Every pair of the two tables with the same model, sequence and GPUs.
+MPT_PAIRS: tuple[tuple[str, int, int, tuple[float, int, int, float], tuple[float, int, int, float]], ...] = (
+    ("760m", 512, 8, (40.42, 96, 2, 83749), (45.07, 96, 2, 29446)),
+    ("760m", 1024, 8, (39.76, 48, 2, 78581), (47.76, 48, 2, 29765)),
+    ("760m", 2048, 8, (34.9, 24, 2, 63147), (56.85, 24, 2, 32434)),
+    ("760m", 4096, 8, (35.83, 12, 2, 55459), (56.05, 12, 2, 27351)),
+    ("760m", 8192, 8, (34.84, 6, 2, 41825), (55.31, 6, 2, 20933)),
+    ("1b", 512, 8, (43.21, 56, 4, 52275), (60.68, 56, 4, 23148)),
+    ("1b", 1024, 8, (41.95, 18, 4, 48910), (60.15, 18, 4, 22112)),
+    ("1b", 2048, 8, (41.82, 14, 1, 45455), (59.86, 14, 4, 20513)),
+    ("1b", 4096, 8, (40.26, 7, 4, 38535), (59.0, 7, 4, 17807)),
+    ("1b", 8192, 8, (37.73, 3, 4, 29157), (56.69, 3, 4, 13814)),
+    ("3b", 512, 8, (46.32, 40, 6, 27965), (63.71, 40, 6, 12127)),
+    ("3b", 1024, 8, (46.2, 20, 6, 27046), (62.73, 20, 6, 11580)),
+    ("3b", 4096, 8, (42.31, 5, 6, 20964), (60.53, 5, 6, 9457)),
+    ("3b", 8192, 8, (40.31, 3, 6, 16578), (59.34, 3, 6, 7695)),
+    ("7b", 1024, 8, (42.83, 64, 2, 10203), (58.01, 64, 2, 4357)),
+    ("7b", 2048, 8, (46.44, 6, 1, 10643), (64.23, 6, 2, 4641)),
+    ("7b", 4096, 8, (40.42, 16, 2, 8611), (54.84, 16, 2, 3684)),
+    ("7b", 8192, 8, (37.14, 8, 2, 6935), (54.47, 8, 2, 3206)),
+    ("13b", 1024, 8, (44.27, 40, 3, 5502), (59.48, 40, 3, 2330)),
+    ("13b", 2048, 8, (39.79, 2, 1, 4792), (59.57, 2, 3, 2262)),
+    ("13b", 4096, 8, (41.6, 10, 3, 4717), (57.62, 10, 3, 2060)),
+    ("30b", 1024, 8, (38.76, 6, 21, 2084), (55.82, 6, 21, 946)),
+    ("30b", 2048, 8, (38.11, 3, 21, 2002), (55.3, 3, 21, 916)),
+    ("30b", 4096, 8, (35.86, 1, 21, 1802), (51.37, 1, 21, 814)),
+    ("30b", 8192, 8, (29.92, 1, 21, 1384), (39.38, 1, 21, 574)),
+    ("70b", 2048, 32, (36.15, 2, 16, 882), (48.56, 2, 16, 373)),
+    ("70b", 2048, 64, (42.57, 8, 4, 1039), (53.33, 8, 4, 410)),
+)
+#: the width-rule's anchors: at or below WIDTH_NARROW (BERT-large, where the levels are measured) the level is the
+#: type's; at or above WIDTH_WIDE (the narrowest MPT width of the fit) the level is the type's raised to the
+#: fitted exponent; linear in log2(width) between
+WIDTH_NARROW = 1024
+WIDTH_WIDE = 2048
+
+
+def mpt_level(pair: tuple) -> float:
+    """The H100's level over the A100-80GB's of one :data:`MPT_PAIRS` pair, in the simulator's terms: each MFU
+    is put on compute alone (the per-GPU iteration time ``GA x MBS x seq / (tokens/s)`` less the 49 ms overhead
+    and 2 ms per extra micro-step) and on ``T_ref`` (``x g(T_ref) / g(MBS x seq)`` on the type's curve)."""
+    _, seq, _, *rows = pair
+    u = []
+    for (mfu, mb, ga, tps), half in zip(rows, (878.0, HALF_TOKENS), strict=True):
+        t = ga * mb * seq / tps
+        compute = t - DEFAULT_OVERHEAD_S - (ga - 1) * 0.002
+        u.append(mfu / 100.0 * t / compute * saturation(REFERENCE_TOKENS, half) / saturation(mb * seq, half))
+    return u[0] / u[1]
+
+
+def fit_width_exponent() -> tuple[float, float, float, int]:
+    """The level at LLM widths: the geometric mean of :func:`mpt_level` over the one-node pairs (8 GPUs) at
+    widths of at least :data:`WIDTH_WIDE`, and the exponent ``k`` that puts it on the H100's BERT-large level,
+    ``level_LLM = level_BERT-large ** k``. Returns (H100 level at LLM widths, k, standard deviation of the log
+    levels, pairs)."""
+    lv = [mpt_level(p) for p in MPT_PAIRS if p[2] == 8 and MPT_WIDTH[p[0]] >= WIDTH_WIDE]
+    llm = float(np.exp(np.mean(np.log(lv))))
+    bert = levels()[("v1", "H100 SXM5", "bert-large")]
+    return llm, float(np.log(llm) / np.log(bert)), float(np.std(np.log(lv))), len(lv)
 
 
 def hf_check(half_tokens: float) -> float:
@@ -298,12 +392,20 @@ def checks() -> list[tuple[str, float, float]]:
     out.append(("version: RTX 3090 level, v1 against v0", lv[("v1", "RTX 3090", "bert-large")],
                 lv[("v0", "RTX 3090", "bert-large")]))
     for version, label in (("v0", "V100 PCIe"), ("v0", "Quadro RTX 5000"), ("v0", "GTX 1080 Ti"),
-                           ("v0", "A100 40GB PCIe"), ("v1", "A100 40GB PCIe"), ("v1", "H100 PCIe")):
-        out.append((f"rule: level of {label} ({version})", rule_level(*BENCH_GPUS[label][1:3], rule),
+                           ("v0", "A100 40GB PCIe"), ("v1", "A100 40GB PCIe"), ("v1", "H100 PCIe"), ("v1", "A10"),
+                           ("v1", "RTX 6000 Ada")):
+        kind = "rule, power-limited GDDR6 part" if label in ("A10", "RTX 6000 Ada") else "rule"
+        out.append((f"{kind}: level of {label} ({version})", rule_level(*BENCH_GPUS[label][1:3], rule),
                     lv[(version, label, "bert-large")]))
     for model in ("bert-large", "bert-base"):
         b, thr = next((b, thr) for v, g, m, b, thr in LAMBDA_POINTS if (v, g, m) == ("v1", "A100 80GB SXM4", model))
         out.append((f"A100-80GB absolute level, {model} (v1): utilisation against measured", DEFAULT_UTILISATION,
                     measured_level("A100 80GB SXM4", model, b, thr, HALF_TOKENS)))
     out.append(("rule: V100 T_half (mixed) against the V100 fit", rule_half_tokens(125.0, 900.0), v100))
+    h100 = lv[("v1", "H100 SXM5", "bert-large")]
+    for what, keep in (("width 1536 (MPT 760m, 8 GPUs, 5 pairs)", lambda p: p[0] == "760m"),
+                       ("width 8192 (MPT 70B, 32 and 64 GPUs)", lambda p: p[0] == "70b")):
+        rows = [p for p in MPT_PAIRS if keep(p)]
+        measured = float(np.exp(np.mean([np.log(mpt_level(p)) for p in rows])))
+        out.append((f"width rule: H100 level at {what}", h100 ** width_exponent(MPT_WIDTH[rows[0][0]]), measured))
     return out

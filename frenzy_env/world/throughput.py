@@ -241,8 +241,8 @@ def iteration_time_array(
     efficiency: ``"flat"`` (compute at ``utilisation`` whatever the micro-batch; accumulation costs nothing),
         ``"microbatch"`` (compute at :func:`frenzy_env.world.efficiency.microbatch_efficiency` of the micro-batch's
         tokens, each micro-step after the first ``microstep_overhead_s`` more) or ``"per_type"`` (as
-        ``"microbatch"`` on ``gpu``'s own curve, :func:`frenzy_env.world.efficiency.type_efficiency`); see
-        :mod:`frenzy_env.world.efficiency`.
+        ``"microbatch"`` on ``gpu``'s own curve at the model's width,
+        :func:`frenzy_env.world.efficiency.type_efficiency`); see :mod:`frenzy_env.world.efficiency`.
     microstep_overhead_s: seconds per extra micro-step under ``"microbatch"`` and ``"per_type"``
         (:data:`frenzy_env.world.efficiency.MICROSTEP_OVERHEAD_S`).
 
@@ -282,7 +282,7 @@ def iteration_time_array(
         mb_s = np.minimum(np.where(bad, 1.0, mb_a), b_rep)  # the micro-batch (whole replica batch if None)
         steps = np.ceil(b_rep / mb_s)  # micro-steps per iteration
         if efficiency == "per_type":
-            u = type_efficiency(mb_s * seq_len, utilisation, g.name)
+            u = type_efficiency(mb_s * seq_len, utilisation, g.name, model.hidden)
         else:
             u = microbatch_efficiency(mb_s * seq_len, utilisation)
         t_compute = flops / (n * g.peak_tflops * 1e12 * u)

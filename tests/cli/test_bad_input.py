@@ -167,9 +167,9 @@ VALUE_CASES = [
     ),
     pytest.param(lambda: NodeSpec("a100", 8), UnknownNameError, ["GPU type", "'a100'"], id="node-gpu-type"),
     pytest.param(
-        lambda: ClusterSpec.from_counts("c", {"H200-141GB": (1, 8)}),
+        lambda: ClusterSpec.from_counts("c", {"B200-192GB": (1, 8)}),
         UnknownNameError,
-        ["'H200-141GB'"],
+        ["'B200-192GB'"],
         id="from-counts-type",
     ),
     pytest.param(lambda: get_model("gpt5"), UnknownNameError, ["model", "'gpt5'"], id="model"),

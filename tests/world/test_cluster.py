@@ -57,7 +57,35 @@ def test_unknown_gpu_type_names_value_and_suggests():
         get_gpu_type("A100-80G")
 
 
-@pytest.mark.parametrize("name", ["frenzy-testbed", "pai-2020", "doubling-64", "large-1024"])
+def test_cloud_types_from_datasheets():
+    """H200 (SXM, DGX H200), L40S and A10 (PCIe Gen4, no NVLink), as their datasheets and server shapes give them."""
+    want = {  # name: (GiB, dense FP16/BF16 TFLOP/s with FP32 accumulate, intra GB/s, node GB/s, NICs)
+        "H200-141GB": (141, 989.0, 450.0, 400.0, 8),
+        "L40S-48GB": (48, 362.0, 31.5, 50.0, 4),
+        "A10-24GB": (24, 125.0, 31.5, 12.5, 2),
+    }
+    got = {n: (GPU_TYPES[n].memory_bytes // 1024**3, GPU_TYPES[n].peak_tflops, GPU_TYPES[n].intra_node_gbps,
+               GPU_TYPES[n].node_network_gbps, GPU_TYPES[n].nics_per_node) for n in want}
+    assert got == want
+    assert GPU_TYPES["H200-141GB"].peak_tflops == GPU_TYPES["H100-80GB"].peak_tflops  # the same GH100 chip
+    assert GPU_TYPES["L40S-48GB"].job_network_gbps(1) == 12.5 and GPU_TYPES["L40S-48GB"].job_network_gbps(8) == 50.0
+    for n in want:
+        assert GPU_TYPES[n].source and GPU_TYPES[n].cost_per_hour > 0
+
+
+def test_cloud_mixed_preset():
+    spec = ClusterSpec.preset("cloud-mixed")
+    assert spec.num_gpus == 80 and spec.num_nodes == 14 and spec.reference_gpu_type == "H200-141GB"
+    assert spec.gpu_types == ("H200-141GB", "L40S-48GB", "A10-24GB")  # largest memory first
+    assert [spec.gpus_of_type(t) for t in spec.gpu_types] == [16, 32, 32]
+    assert [spec.max_gpus_per_node(t) for t in spec.gpu_types] == [8, 8, 4]
+    # no other preset holds any of its types
+    others = {t for name in ("frenzy-testbed", "pai-2020", "doubling-64", "large-1024")
+              for t in ClusterSpec.preset(name).gpu_types}
+    assert not others & set(spec.gpu_types)
+
+
+@pytest.mark.parametrize("name", ["frenzy-testbed", "pai-2020", "doubling-64", "large-1024", "cloud-mixed"])
 def test_presets(name):
     spec = ClusterSpec.preset(name)
     assert spec.num_gpus == int(spec.node_capacity.sum())
