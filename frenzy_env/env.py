@@ -113,8 +113,11 @@ class FrenzyEnv(gym.Env):
     preset name), ``predictor`` ("frenzy" | "extended" | "oracle"), ``queue_slots`` (64; ``"all"``: as many
     as the first workload's jobs, every job within reach), ``running_slots`` (64, or ``"all"``),
     ``wait_options`` ((60, 600, 3600) seconds; ``()`` for none), ``reward_scale`` (3600.0),
-    ``invalid_action_penalty`` (0.1), ``max_steps`` (None: no step budget), ``max_sim_hours`` (None: no
-    simulated-time budget; a positive number of hours), ``render_mode`` ("ansi" | "rgb_array"),
+    ``invalid_action_penalty`` (0.1), ``max_steps`` (None: no step budget; a positive number of decisions; or
+    ``"auto"``: 100 per job of the episode's workload plus one per simulated minute of the ``"auto"`` time budget,
+    :func:`auto_budgets`), ``max_sim_hours`` (None: no simulated-time budget; a positive number of hours; or
+    ``"auto"``: twice the arrival window plus every job's run time on its fastest plan, :func:`auto_budgets`;
+    :attr:`budgets` gives an episode's two), ``render_mode`` ("ansi" | "rgb_array"),
     ``preemption`` (False: no preempt actions), and any
     :class:`SimConfig` field (``startup_time``, ``restart_overhead``, ``checkpoint_bandwidth``,
     ``load_bandwidth``, ``oom_delay``, ``max_plan_gpus``,
@@ -187,10 +190,10 @@ class FrenzyEnv(gym.Env):
         wait_options: tuple[float, ...] = DEFAULT_WAIT_OPTIONS,
         reward_scale: float = 3600.0,
         invalid_action_penalty: float = 0.1,
-        max_steps: int | None = None,
+        max_steps: int | str | None = None,
         render_mode: str | None = None,
         preemption: bool = False,
-        max_sim_hours: float | None = None,
+        max_sim_hours: float | str | None = None,
         **sim_options: Any,
     ) -> None:
         check_keys("FrenzyEnv", sim_options, (*_ENV_KEYS, *_SIM_KEYS))
@@ -205,8 +208,9 @@ class FrenzyEnv(gym.Env):
         if not (isinstance(invalid_action_penalty, (int, float)) and math.isfinite(invalid_action_penalty)):
             raise ConfigError(f"invalid_action_penalty must be a finite number, got {invalid_action_penalty!r}")
         self.invalid_action_penalty = float(invalid_action_penalty)
-        self.max_steps = max_steps
-        self.max_sim_hours = None if max_sim_hours is None else float(max_sim_hours)
+        self._step_budget: int | None = None  # this episode's budgets (set at reset: "auto" scales to its workload)
+        self._time_budget_s: float | None = None
+        self._max_steps, self._max_sim_hours = max_steps, _hours(max_sim_hours)
         self.render_mode = render_mode
         self._first_simulator(queue_slots, running_slots)
         self._make_spaces()
@@ -296,7 +300,12 @@ class FrenzyEnv(gym.Env):
         return {k: v for k, v in self.__dict__.items() if k not in self._VIEWS}
 
     def __setstate__(self, state: dict) -> None:
-        self.__dict__.update({"max_sim_hours": None, "_t_reset": 0.0})  # envs pickled before the time budget
+        state = dict(state)
+        if "_step_budget" not in state:  # pickled before "auto" budgets (and perhaps the time budget)
+            steps, hours = state.pop("max_steps", None), state.pop("max_sim_hours", None)
+            state.update(_max_steps=steps, _max_sim_hours=hours, _step_budget=steps)
+            state["_time_budget_s"] = None if hours is None else hours * 3600.0
+            state.setdefault("_t_reset", 0.0)
         self.__dict__.update(state)
         self._bind_views()
 
@@ -322,6 +331,7 @@ class FrenzyEnv(gym.Env):
         self._invalid = 0
         self._needs_reset = False
         self._wrapper_limit = _time_limit_around(self)
+        self._step_budget, self._time_budget_s = self._budgets()
         reward = self._settle()
         self._t_reset = self.sim.now
         info = self._info({"jct": reward, "invalid": 0.0})
@@ -363,8 +373,8 @@ class FrenzyEnv(gym.Env):
         self._steps += 1
         terminated = sim.done
         truncated = not terminated and (
-            (self.max_steps is not None and self._steps >= self.max_steps)
-            or (self.max_sim_hours is not None and sim.now - self._t_reset >= self.max_sim_hours * 3600.0)
+            (self._step_budget is not None and self._steps >= self._step_budget)
+            or (self._time_budget_s is not None and sim.now - self._t_reset >= self._time_budget_s)
         )
         # a TimeLimit wrapper (gym.make(..., max_episode_steps=N)) truncates after this step: report the cut
         limit = self._wrapper_limit
@@ -401,6 +411,50 @@ class FrenzyEnv(gym.Env):
         return rendering.render_rgb(self)
 
     # ------------------------------------------------------------------ helpers for policies
+    @property
+    def max_steps(self) -> int | str | None:
+        """The step budget keyword (None, a number of decisions or ``"auto"``); setting it during an episode
+        sets that episode's budget too (the PPO trainer sizes each episode's budget after its reset)."""
+        return self._max_steps
+
+    @max_steps.setter
+    def max_steps(self, value: int | str | None) -> None:
+        _check_budgets(value, None)
+        self._max_steps = value
+        if not self._needs_reset:
+            self._step_budget, self._time_budget_s = self._budgets()
+
+    @property
+    def max_sim_hours(self) -> float | str | None:
+        """The simulated-time budget keyword (None, hours or ``"auto"``); set, as :attr:`max_steps`."""
+        return self._max_sim_hours
+
+    @max_sim_hours.setter
+    def max_sim_hours(self, value: float | str | None) -> None:
+        _check_budgets(None, value)
+        self._max_sim_hours = _hours(value)
+        if not self._needs_reset:
+            self._step_budget, self._time_budget_s = self._budgets()
+
+    def _budgets(self) -> tuple[int | None, float | None]:
+        """This episode's step budget and simulated-time budget in seconds (None: none), ``"auto"`` ones scaled
+        to the episode's workload (:func:`auto_budgets`)."""
+        steps, hours = self._max_steps, self._max_sim_hours
+        if "auto" in (steps, hours):
+            auto_steps, auto_hours = auto_budgets(self.sim)
+            steps = auto_steps if steps == "auto" else steps
+            hours = auto_hours if hours == "auto" else hours
+        return steps, None if hours is None else float(hours) * 3600.0
+
+    @property
+    def budgets(self) -> dict[str, float | None]:
+        """The current episode's budgets: ``max_steps`` (decisions) and ``max_sim_hours`` (simulated hours after
+        ``reset``), ``"auto"`` ones resolved for its workload; None where there is none."""
+        return {
+            "max_steps": self._step_budget,
+            "max_sim_hours": None if self._time_budget_s is None else self._time_budget_s / 3600.0,
+        }
+
     def episode_metrics(self, truncated: bool = False) -> dict[str, float]:
         """The episode's metrics so far: the simulator's (:meth:`ClusterSimulator.metrics`), ``invalid_actions``
         and ``steps``. With ``truncated`` (the env sets it when a budget cuts the episode; a caller that stops
@@ -587,6 +641,39 @@ class FrenzyEnv(gym.Env):
 _ENV_KEYS = tuple(n for n in inspect.signature(FrenzyEnv.__init__).parameters if n not in ("self", "sim_options"))
 
 
+#: ``max_steps="auto"``: an episode of ``n`` jobs has ``AUTO_STEPS_PER_JOB * n`` decisions plus one per
+#: ``AUTO_ROUND_S`` seconds of its ``"auto"`` simulated-time budget. The second term lets a round-based policy wait
+#: once a round (Sia's and Pollux's 60 s) for as long as the time budget runs: under env v6's pacing
+#: (``one_action_per_instant``, a 60 s ``resize_cooldown``) the Sia planner takes about 40 decisions per job on
+#: HeteroClusterSmall and more than 60 on the default week, most of them its rounds' waits; fifo about 3, a
+#: masked-random policy about 470 on HeteroClusterSmall (``scripts/budget_probe.py`` measures them).
+AUTO_STEPS_PER_JOB = 100
+AUTO_ROUND_S = 60.0
+#: ``max_sim_hours="auto"``: the simulated-time budget is ``AUTO_TIME_FACTOR`` times the arrival window plus every
+#: job's run time on its fastest plan one after the other, and at least an hour.
+AUTO_TIME_FACTOR = 2.0
+
+
+def auto_budgets(sim: Any) -> tuple[int, float]:
+    """The ``"auto"`` budgets of an episode on simulator ``sim``: (decisions, simulated hours).
+
+    Simulated hours: ``H = max(1, AUTO_TIME_FACTOR * (W + sum_j f_j) / 3600)`` with ``W`` the span of the
+    submissions and ``f_j`` job ``j``'s run time in seconds on the fastest plan the predictor offers it (its work
+    times that plan's iteration time on a consolidated placement; a job with no such plan is rejected at arrival
+    and counts nothing), so a run that does no worse than one job at a time on its fastest plan after the last
+    arrival ends well inside it. Decisions: ``AUTO_STEPS_PER_JOB * n + ceil(3600 H / AUTO_ROUND_S)`` for ``n``
+    jobs.
+    """
+    work = np.asarray(sim.work, dtype=np.float64)
+    run = np.where(sim.pred_ok, np.asarray(sim.iter_time, dtype=np.float64), np.inf) * work[:, None]
+    fastest = run.min(axis=1) if run.size else np.zeros(0)
+    fastest = fastest[np.isfinite(fastest)]
+    submit = np.asarray(sim.submit, dtype=np.float64)
+    window = float(submit.max() - submit.min()) if submit.size else 0.0
+    hours = max(1.0, AUTO_TIME_FACTOR * (window + float(fastest.sum())) / 3600.0)
+    return AUTO_STEPS_PER_JOB * len(work) + math.ceil(hours * 3600.0 / AUTO_ROUND_S), hours
+
+
 def _check_settings(
     preemption: Any, queue_slots: Any, running_slots: Any, reward_scale: Any, max_steps: Any, max_sim_hours: Any,
     render_mode: Any, render_modes: list[str],
@@ -599,15 +686,29 @@ def _check_settings(
             raise ConfigError(f"{name} must be a positive integer or 'all', got {value!r}")
     if not (isinstance(reward_scale, (int, float)) and reward_scale > 0):
         raise ConfigError(f"reward_scale must be > 0, got {reward_scale!r}")
-    if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 1):
-        raise ConfigError(f"max_steps must be a positive integer or None, got {max_steps!r}")
-    if max_sim_hours is not None and (
+    _check_budgets(max_steps, max_sim_hours)
+    if render_mode is not None and render_mode not in render_modes:
+        raise ConfigError(f"render_mode must be one of {render_modes}, got {render_mode!r}")
+
+
+def _hours(value: Any) -> float | str | None:
+    """A checked ``max_sim_hours`` as the env keeps it: None, ``"auto"`` or a float."""
+    return value if value is None or isinstance(value, str) else float(value)
+
+
+def _check_budgets(max_steps: Any, max_sim_hours: Any) -> None:
+    """:class:`ConfigError` naming ``max_steps`` or ``max_sim_hours`` if out of range (None passes)."""
+    if max_steps not in (None, "auto") and (
+        isinstance(max_steps, (bool, np.bool_)) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1
+    ):
+        raise ConfigError(f"max_steps must be a positive integer, 'auto' or None, got {max_steps!r}")
+    if max_sim_hours not in (None, "auto") and (
         isinstance(max_sim_hours, (bool, np.bool_)) or not isinstance(max_sim_hours, (int, float, np.number))
         or not (math.isfinite(max_sim_hours) and max_sim_hours > 0)
     ):
-        raise ConfigError(f"max_sim_hours must be a positive finite number of hours or None, got {max_sim_hours!r}")
-    if render_mode is not None and render_mode not in render_modes:
-        raise ConfigError(f"render_mode must be one of {render_modes}, got {render_mode!r}")
+        raise ConfigError(
+            f"max_sim_hours must be a positive finite number of hours, 'auto' or None, got {max_sim_hours!r}"
+        )
 
 
 def _check_wait_options(options: Any) -> tuple[float, ...]:

@@ -59,7 +59,7 @@ ENV_OPTIONS = st.fixed_dictionaries(
     {
         "queue_slots": st.integers(1, 4),
         "running_slots": st.integers(1, 4),
-        "max_steps": st.none() | st.integers(1, 200),
-        "max_sim_hours": st.none() | st.floats(0.01, 20.0),
+        "max_steps": st.none() | st.integers(1, 200) | st.just("auto"),
+        "max_sim_hours": st.none() | st.floats(0.01, 20.0) | st.just("auto"),
     }
 )

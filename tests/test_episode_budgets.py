@@ -184,12 +184,65 @@ def test_max_sim_hours_is_checked(tiny_cluster, tiny_workload, bad):
 
 def test_an_env_pickled_before_the_time_budget_loads(tiny_env):
     tiny_env.reset(seed=0)
-    state = tiny_env.__getstate__()
-    del state["max_sim_hours"], state["_t_reset"]
+    state = tiny_env.__getstate__()  # as pickled before the time budget: the step budget under its old name
+    state["max_steps"] = state.pop("_max_steps")
+    for key in ("_max_sim_hours", "_t_reset", "_step_budget", "_time_budget_s"):
+        del state[key]
     old = type(tiny_env).__new__(type(tiny_env))
     old.__setstate__(pickle.loads(pickle.dumps(state)))
-    assert old.max_sim_hours is None
+    assert old.max_sim_hours is None and old.max_steps is None and old.budgets["max_steps"] is None
     old.step(0)
+
+
+# ------------------------------------------------------------------------------------------- "auto" budgets
+def test_auto_budgets_scale_to_the_episode_workload(tiny_cluster, make_job, make_env):
+    """``"auto"``: twice the arrival span plus every job's run time on its fastest offered plan, recomputed here
+    from the plan table (and an hour at the least); 100 decisions per job plus one per minute of that time."""
+    jobs = [make_job(0, 0.0, 2e6), make_job(1, 7200.0, 1e6), make_job(2, 9000.0, 5e5)]
+    env = make_env(tiny_cluster, jobs, max_steps="auto", max_sim_hours="auto")
+    assert env.budgets == {"max_steps": None, "max_sim_hours": None}  # not before the first reset
+    env.reset(seed=0)
+    sim = env.sim
+    fastest = [
+        min(sim.work[j] * sim.iter_time[j, p] for p in range(env.num_plans) if sim.pred_ok[j, p]) for j in range(3)
+    ]
+    assert min(fastest) > 600.0  # hours of work: the formula, not the floor
+    hours = 2 * (9000.0 + sum(fastest)) / 3600.0
+    assert env.budgets["max_sim_hours"] == pytest.approx(hours, rel=1e-12)
+    assert env.budgets["max_steps"] == 100 * 3 + math.ceil(hours * 60)
+    # a workload of two short jobs: the step budget follows the count, the time budget its floor of an hour
+    short = make_env(tiny_cluster, _two_jobs(make_job), max_steps="auto", max_sim_hours="auto")
+    short.reset(seed=0)
+    assert short.budgets == {"max_steps": 200 + 60, "max_sim_hours": 1.0}
+    # one auto, one set: each as given
+    mixed = make_env(tiny_cluster, jobs, max_steps=50, max_sim_hours="auto")
+    mixed.reset(seed=0)
+    assert mixed.budgets == {"max_steps": 50, "max_sim_hours": env.budgets["max_sim_hours"]}
+
+
+def test_a_thrashing_policy_is_cut_by_the_auto_budgets(tiny_cluster, make_job, make_env):
+    env = make_env(tiny_cluster, _two_jobs(make_job), max_steps="auto")
+    ret, steps, term, trunc, info, _ = _play(env, thrash)
+    assert (steps, term, trunc) == (260, False, True) and info["metrics"]["truncated"] == 1.0
+    timed = make_env(tiny_cluster, _two_jobs(make_job), max_sim_hours="auto")
+    _, steps, term, trunc, info, before = _play(timed, thrash)
+    assert trunc and not term and timed.sim.now >= 3600.0 > before  # the floor: one simulated hour
+
+
+@pytest.mark.parametrize("key, bad", [("max_steps", "Auto"), ("max_steps", 2.5), ("max_steps", True),
+                                      ("max_sim_hours", "AUTO")])
+def test_budget_keywords_are_checked(tiny_cluster, tiny_workload, key, bad):
+    from frenzy_env.env import FrenzyEnv
+
+    with pytest.raises(ConfigError, match=rf"{key} must be .*'auto'.*{bad!r}"):
+        FrenzyEnv(cluster=tiny_cluster, workload=tiny_workload, **{key: bad})
+
+
+def test_a_pickled_env_keeps_its_budgets(tiny_cluster, make_job, make_env):
+    env = make_env(tiny_cluster, _two_jobs(make_job), max_steps="auto", max_sim_hours=3.0)
+    env.reset(seed=0)
+    copy = pickle.loads(pickle.dumps(env))
+    assert copy.budgets == env.budgets == {"max_steps": 260, "max_sim_hours": 3.0}
 
 
 # ------------------------------------------------------------------------------------------------ the trainer
