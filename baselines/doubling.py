@@ -160,6 +160,7 @@ class DoublingPolicy(ScriptedPolicy):
     def setup(self, view: SimView) -> None:
         self.levels = view.plan_counts_levels  # (K,)
         self.k = len(self.levels)
+        self._stride = int(view.plan_grid[1])  # plan slot of (type t, level k): t * stride + k (stride >= k)
         self._arange_k = np.arange(self.k)
         self.capacity = view.cluster.type_capacity.astype(np.int64)  # (T,)
         self._peak = np.array([get_gpu_type(t).peak_tflops for t in view.gpu_types])  # (T,)
@@ -173,17 +174,17 @@ class DoublingPolicy(ScriptedPolicy):
         self._counters: tuple = ()
 
     def _plan(self, t: int, count: int) -> int:
-        return t * self.k + int(np.searchsorted(self.levels, count))
+        return t * self._stride + int(np.searchsorted(self.levels, count))
 
     def _feasible(self, jobs: np.ndarray, pools: np.ndarray) -> np.ndarray:
         """(n, K) bool: plan sizes of each job's pool it may use (predictor fits, never crashed)."""
-        plans = pools[:, None] * self.k + self._arange_k[None, :]  # (n, K)
+        plans = pools[:, None] * self._stride + self._arange_k[None, :]  # (n, K)
         rows = jobs[:, None]
         return self.view.pred_ok[rows, plans] & ~self.view.oom_known[rows, plans]
 
     def _speed_levels(self, jobs: np.ndarray, pools: np.ndarray) -> np.ndarray:
         """(n, K) f_j at the plan sizes of each job's pool (0 where infeasible)."""
-        plans = pools[:, None] * self.k + self._arange_k[None, :]  # (n, K)
+        plans = pools[:, None] * self._stride + self._arange_k[None, :]  # (n, K)
         with np.errstate(divide="ignore"):
             sp = 1.0 / self.view.iter_time[jobs[:, None], plans]
         if self.fitted:
@@ -289,13 +290,14 @@ class DoublingPolicy(ScriptedPolicy):
         its best pool."""
         view = self.view
         t_n, k_n = view.num_types, self.k
-        ok = (view.pred_ok[qv] & ~view.oom_known[qv]).reshape(len(qv), t_n, k_n)  # (Q, T, K)
+        grid = (len(qv), -1, self._stride)  # the slot grid: the cluster's types and levels come first
+        ok = (view.pred_ok[qv] & ~view.oom_known[qv]).reshape(grid)[:, :t_n, :k_n]  # (Q, T, K)
         has = ok.any(axis=2)  # (Q, T)
         first = np.argmax(ok, axis=2)  # (Q, T) smallest feasible size index
         if self.strategy == "exploratory":
             speed = np.broadcast_to(self._peak[None, :], has.shape)  # f_j unknown: the GPU's peak
         else:
-            it = view.iter_time[qv].reshape(len(qv), t_n, k_n)
+            it = view.iter_time[qv].reshape(grid)[:, :t_n, :k_n]
             speed = 1.0 / np.take_along_axis(it, first[:, :, None], axis=2)[:, :, 0]  # (Q, T)
         order = np.argsort(-np.where(has, speed, -np.inf), axis=1, kind="stable").tolist()  # (Q, T)
         size = self.levels[first].tolist()
@@ -420,7 +422,7 @@ class DoublingPolicy(ScriptedPolicy):
             st = status[j]
             if st == RUNNING:
                 plan = running[j].plan
-                if plan == t * self.k + int(np.searchsorted(self.levels, w)):
+                if plan == self._plan(t, w):
                     self._todo.discard(j)
                     continue
                 a = env.resize_action(j, self._plan(t, w))
@@ -438,7 +440,7 @@ class DoublingPolicy(ScriptedPolicy):
         for j, t, w in starts:
             ok = self._feasible(np.array([j]), np.array([t]))[0] & (self.levels <= w)
             for k in np.flatnonzero(ok)[::-1].tolist():
-                a = env.start_action(j, t * self.k + k)
+                a = env.start_action(j, t * self._stride + k)
                 if a is not None and mask[a]:
                     return a
         for a in grows:

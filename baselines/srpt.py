@@ -81,7 +81,8 @@ class SrptEstPolicy(DoublingPolicy):
         none is available)."""
         view = self.view
         rem = np.maximum(view.work_estimate[jobs] - view.done_iters[jobs], 0.0)  # (n,)
-        area = view.plan_count[None, :] * view.iter_time[jobs]  # (n, P) GPU-seconds per iteration
+        with np.errstate(invalid="ignore"):  # (0 x inf: an absent slot of the universal grid, never available)
+            area = view.plan_count[None, :] * view.iter_time[jobs]  # (n, P) GPU-seconds per iteration
         best = np.where(view.available_plans(jobs), area, np.inf).min(axis=1)  # (n,)
         return rem * best
 

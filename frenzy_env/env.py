@@ -18,7 +18,16 @@ import numpy as np
 from gymnasium import spaces
 
 from frenzy_env.errors import ConfigError, check_keys
-from frenzy_env.observation import GLOBAL_FEATURES, QUEUE_FEATURES, RUNNING_FEATURES
+from frenzy_env.observation import (
+    GLOBAL_FEATURES,
+    GPU_FEATURES,
+    PLAN_FEATURES,
+    QUEUE_FEATURES,
+    RUNNING_FEATURES,
+    UNIVERSAL_GLOBAL_FEATURES,
+    UNIVERSAL_RUNNING_FEATURES,
+    UNIVERSAL_TYPES,
+)
 from frenzy_env.observation.encoder import ObservationEncoder
 from frenzy_env.simulator import DONE, FUTURE, QUEUED, RUNNING, ClusterSimulator, SimConfig
 from frenzy_env.simulator.view import SimView
@@ -60,6 +69,13 @@ class FrenzyEnv(gym.Env):
     pipelines included; ``"no_accumulation"`` (the default, v5's) the fastest feasible layout with
     ``pp == 1`` and no gradient accumulation (MARP's (d, t) plans, per-GPU batch ``B / d``), else the
     ``"predictor"`` choice. The spaces are the same under both.
+    The plan slots are the ``interface`` keyword's: ``"cluster"`` (the default) the cluster's GPU types x the
+    counts up to ``min(max_plan_gpus, the largest type's GPUs)`` (frenzy-testbed: P = 18, ``Discrete(2,308)``);
+    ``"universal"`` a fixed grid of 4 type slots (the cluster's types, memory first, then speed) x the counts 1,
+    2, ..., 64, P = 28 on every cluster of at most 4 GPU types (``Discrete(3,588)`` with the default windows),
+    slot ``t * 7 + k`` of type slot t and 2**k GPUs; a slot whose type the cluster lacks or whose count it cannot
+    hold is never legal. The same policy decisions give the same episode under both (``sim.plan_index(type,
+    count)`` gives a slot's index).
     ``action_masks()`` gives exactly the legal actions: the plan is memory-feasible under the predictor,
     has not crashed for that job before, and is placeable on currently free GPUs; resizing to the current
     plan is masked. An illegal action is a no-op with a penalty (``info["invalid_actions"]`` counts them).
@@ -79,6 +95,15 @@ class FrenzyEnv(gym.Env):
     event, running jobs in all and beyond the window, whole-system queued and running work (predicted
     seconds), queued GPU demand; ``action_mask`` (A,) int8. Times are ``log1p(seconds)/16``. Every name and
     scale is in :mod:`frenzy_env.observation`.
+    With ``interface="universal"`` the entries are the same on every cluster: ``queue`` (Q, 7 + 28) as above on
+    the grid's slots (0 on absent ones); ``running`` (R, 8 + 28): present, elapsed, predicted remaining time,
+    GPUs, the held type's peak speed and memory (not its index), restarts, progress, then the time left on each
+    slot; ``plans`` (28, 5) (``env.plans_shape``): per plan slot present, GPUs, its type's speed and memory, and
+    whether the type has that many GPUs free; ``gpus`` (4, 9) (``env.gpus_shape``): per type slot present, free
+    fraction, GPUs, speed, memory, GPUs per node, nodes, fraction of its nodes wholly free, largest free block
+    over the node size (all 0 on an absent slot); no ``nodes``; ``globals`` (14,): the 12 above, then
+    ``startup_time`` and ``restart_overhead`` as log times (:data:`frenzy_env.observation.PLAN_FEATURES`,
+    ``GPU_FEATURES``, ``UNIVERSAL_RUNNING_FEATURES``, ``UNIVERSAL_GLOBAL_FEATURES``).
 
     ## Rewards
     ``-(jobs in the system) * (elapsed seconds) / reward_scale`` per step, so the return is minus the total
@@ -120,7 +145,10 @@ class FrenzyEnv(gym.Env):
     :attr:`budgets` gives an episode's two), ``render_mode`` ("ansi" | "rgb_array"),
     ``preemption`` (False: no preempt actions), and any
     :class:`SimConfig` field (``startup_time``, ``restart_overhead``, ``checkpoint_bandwidth``,
-    ``load_bandwidth``, ``oom_delay``, ``max_plan_gpus``,
+    ``load_bandwidth``, ``oom_delay``, ``max_plan_gpus``, ``interface`` ("cluster", the default: plan slots and
+    observation in the cluster's own shape; "universal": the same spaces on every cluster of at most 4 GPU types,
+    plans and GPU types described by features, see Action Space and Observation Space; it refuses a cluster of
+    more types and ``max_plan_gpus`` above 64),
     ``placement``, ``work_info``, ``work_noise``, ``utilisation``; ``memory_truth`` ("residual", the default: the
     extended estimate times a per-job factor drawn from measured residuals; "estimate", v4's truth; or
     "published": the CUDA context plus a per-job factor, drawn from 27 published runs of six frameworks and the
@@ -272,18 +300,29 @@ class FrenzyEnv(gym.Env):
         self.first_preempt = 1 + w + q * p + r * p
         self.action_space = spaces.Discrete(self.first_preempt + (r if self.preemption else 0))
         box = lambda *shape: spaces.Box(0.0, 2.0, shape=shape, dtype=np.float32)  # noqa: E731
+        self.queue_shape = (q, len(QUEUE_FEATURES) + p)  # the flat "queue" entry reshapes to this
+        if self.sim_config.interface == "universal":  # the same spaces on every cluster (observation.contract)
+            self.running_shape = (r, len(UNIVERSAL_RUNNING_FEATURES) + p)
+            self.gpus_shape = (UNIVERSAL_TYPES, len(GPU_FEATURES))  # the flat "gpus" entry reshapes to this
+            self.plans_shape: tuple[int, int] | None = (p, len(PLAN_FEATURES))  # and "plans" to this
+            entries = {
+                "plans": box(p * len(PLAN_FEATURES)),
+                "gpus": box(UNIVERSAL_TYPES * len(GPU_FEATURES)),
+                "globals": box(len(UNIVERSAL_GLOBAL_FEATURES)),
+            }
+        else:
+            self.running_shape = (r, len(RUNNING_FEATURES) + p)
+            self.gpus_shape = (2 * t,)
+            self.plans_shape = None
+            entries = {"gpus": box(2 * t), "nodes": box(n), "globals": box(len(GLOBAL_FEATURES))}
         self.observation_space = spaces.Dict(
             {
                 "queue": box(q * (len(QUEUE_FEATURES) + p)),
-                "running": box(r * (len(RUNNING_FEATURES) + p)),
-                "gpus": box(2 * t),
-                "nodes": box(n),
-                "globals": box(len(GLOBAL_FEATURES)),
+                "running": box(r * self.running_shape[1]),
+                **entries,
                 "action_mask": spaces.Box(0, 1, shape=(self.action_space.n,), dtype=np.int8),
             }
         )
-        self.queue_shape = (q, len(QUEUE_FEATURES) + p)  # the flat "queue" entry reshapes to this
-        self.running_shape = (r, len(RUNNING_FEATURES) + p)
 
     # views of the encoder's mask buffer: copies and pickles would make them separate arrays
     _VIEWS = ("_mask", "_mask_rows", "_mask_preempt")

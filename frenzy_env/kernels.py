@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from frenzy_env.observation import MAX_SECONDS, RESTARTS_SCALE, R
+from frenzy_env.observation import GT, MAX_SECONDS, PL, RESTARTS_SCALE, R
 
 _STATE: dict[str, bool] = {}  # "enabled", once decided
 _COMPILED: dict[str, Any] = {}  # name -> compiled kernel
@@ -58,8 +58,8 @@ def set_enabled(on: bool) -> bool:
 
 def get(name: str) -> Any:
     """The compiled kernel ``name`` (compiled on first use, cached on disk), or None when the numpy code is
-    in use (see :func:`enabled`). Kernels: ``legal_masks``, ``running_rows``, ``free_fractions`` (the
-    functions of those names call them)."""
+    in use (see :func:`enabled`). Kernels: ``legal_masks``, ``running_rows``, ``free_fractions``,
+    ``type_state`` (the functions of those names call them) and ``running_work``."""
     kernel = _ACTIVE.get(name)
     if kernel is None and enabled():
         kernel = _COMPILED.get(name)
@@ -167,10 +167,10 @@ def _legal_masks(cap, tl, thr, nq, q_rows, slots, plans, pairs, pf, now, free, g
     return count
 
 
-# the running block's columns (module constants: numba compiles them in as literals)
-_R_PRESENT, _R_ELAPSED, _R_REMAINING = R.present, R.elapsed, R.remaining_time
-_R_NUM_GPUS, _R_GPU_TYPE, _R_RESTARTS, _R_PROGRESS = R.num_gpus, R.gpu_type, R.restarts, R.progress
-_R_COUNT = R.count
+# the running block's columns (module constants: numba compiles them in as literals); the plan's features
+# (``plan_feats``' F columns: 2 in the cluster layout, 3 in the universal one) follow num_gpus, then restarts,
+# progress and the plan slots' times (observation.RUNNING_FEATURES and UNIVERSAL_RUNNING_FEATURES both)
+_R_PRESENT, _R_ELAPSED, _R_REMAINING, _R_NUM_GPUS = R.present, R.elapsed, R.remaining_time, R.num_gpus
 _MAX_SECONDS = MAX_SECONDS
 _RESTARTS_SCALE = RESTARTS_SCALE
 
@@ -183,6 +183,10 @@ def _running_rows(out, first, jobs, run_plan, run_floats, restart_count, estimat
     # the current plan, the restart (start-up there + restart_overhead and checkpoint write here) on another
     # one, then the remaining work at that plan's speed (0 where the plan is not available)
     p = iter_time.shape[1]
+    nf = plan_feats.shape[1]
+    c_restarts = _R_NUM_GPUS + nf
+    c_progress = c_restarts + 1
+    c_times = c_progress + 1
     for i in range(jobs.shape[0]):
         j = jobs[i]
         row = first + i
@@ -211,15 +215,15 @@ def _running_rows(out, first, jobs, run_plan, run_floats, restart_count, estimat
             if t > _MAX_SECONDS:
                 t = _MAX_SECONDS
             v = math.log1p(t) / log_t  # < 2: log1p(1e12) / 16 = 1.73
-            out[row, _R_COUNT + q] = v
+            out[row, c_times + q] = v
             if q == plan:
                 out[row, _R_REMAINING] = v
-        out[row, _R_NUM_GPUS] = plan_feats[plan, 0]  # in [0, 1]
-        out[row, _R_GPU_TYPE] = plan_feats[plan, 1]
+        for f in range(nf):
+            out[row, _R_NUM_GPUS + f] = plan_feats[plan, f]  # in [0, 1]
         v = restart_count[j] / _RESTARTS_SCALE
-        out[row, _R_RESTARTS] = 2.0 if v > 2.0 else v
+        out[row, c_restarts] = 2.0 if v > 2.0 else v
         v = 1.0 - rem / max(estimate[j], 1e-9)
-        out[row, _R_PROGRESS] = 0.0 if v < 0.0 else v
+        out[row, c_progress] = 0.0 if v < 0.0 else v
 
 
 def _free_fractions(type_frac, type_base, free_t, out_t, node_frac, node_base, free, out_n):
@@ -227,6 +231,35 @@ def _free_fractions(type_frac, type_base, free_t, out_t, node_frac, node_base, f
         out_t[i] = type_frac[type_base[i] + free_t[i]]
     for i in range(free.shape[0]):
         out_n[i] = node_frac[node_base[i] + free[i]]
+
+
+# the universal layout's dynamic GPU-type and plan columns (observation.GPU_FEATURES, PLAN_FEATURES)
+_GT_FREE, _GT_FREE_NODES, _GT_LARGEST = GT.free, GT.free_nodes, GT.largest_free
+_PL_FITS = PL.fits_free
+
+
+def _type_state(free, node_type, node_cap, type_cap, type_nodes, type_node_size, free_t, full, largest, plan_type,
+                plan_count, plan_present, gpus, plans):
+    # per GPU type: free GPUs (free_t, the state's own), wholly free nodes and the most free GPUs on one node,
+    # then the rows' fractions (float64 divisions stored as float32, as the numpy code does) and each plan
+    # slot's fits_free
+    t_n = type_cap.shape[0]
+    for t in range(t_n):
+        full[t] = 0
+        largest[t] = 0
+    for i in range(free.shape[0]):
+        t = node_type[i]
+        f = free[i]
+        if f == node_cap[i]:
+            full[t] += 1
+        if f > largest[t]:
+            largest[t] = f
+    for t in range(t_n):
+        gpus[t, _GT_FREE] = free_t[t] / type_cap[t]
+        gpus[t, _GT_FREE_NODES] = full[t] / type_nodes[t]
+        gpus[t, _GT_LARGEST] = largest[t] / type_node_size[t]
+    for q in range(plan_type.shape[0]):
+        plans[q, _PL_FITS] = 1.0 if plan_present[q] and free_t[plan_type[q]] >= plan_count[q] else 0.0
 
 
 def _running_work(jobs, run_plan, run_floats, estimate, iter_time, now):
@@ -325,9 +358,10 @@ def running_rows(
     now: float,
     log_t: float,
 ) -> None:
-    """Rows ``first .. first + len(jobs)`` of the environment's running block ``out`` (R, 7 + P) float32 for
+    """Rows ``first .. first + len(jobs)`` of the environment's running block ``out`` (R, 5 + F + P) float32 for
     the running ``jobs`` at time ``now`` (see ``ObservationEncoder._running_times``): present, elapsed, time left on
-    the current plan, its GPU count and type features, restarts, progress, time left on each plan (with the
+    the current plan, its plan's F features ``plan_feats[plan]`` (P, F) (GPU count and type: F = 2 in the cluster
+    layout, 3 in the universal one), restarts, progress, time left on each plan (with the
     start-up still to pay on the current plan and the restart cost on the others: ``config_row`` (J,), and
     ``start_s``, ``save_s`` (K, P) are the simulator's start-up tables), times as ``log1p(seconds) / log_t``;
     from the simulator's per-job arrays (compiled; ValueError when the numpy code is in use)."""
@@ -352,7 +386,35 @@ def free_fractions(
     _require("free_fractions")(type_frac, type_base, free_t, out_t, node_frac, node_base, free, out_n)
 
 
+def type_state(
+    free: np.ndarray,
+    node_type: np.ndarray,
+    node_cap: np.ndarray,
+    type_cap: np.ndarray,
+    type_nodes: np.ndarray,
+    type_node_size: np.ndarray,
+    free_t: np.ndarray,
+    full: np.ndarray,
+    largest: np.ndarray,
+    plan_type: np.ndarray,
+    plan_count: np.ndarray,
+    plan_present: np.ndarray,
+    gpus: np.ndarray,
+    plans: np.ndarray,
+) -> None:
+    """The dynamic columns of the universal layout's ``gpus`` (T_MAX, F) and ``plans`` (P, F) blocks from the
+    free GPUs per node ``free`` (N,) (compiled; ValueError when the numpy code is in use): for each of the T
+    cluster types (``node_type`` (N,) the type of each node, ``node_cap`` (N,) its GPUs; ``type_cap``,
+    ``type_nodes``, ``type_node_size`` (T,) GPUs, nodes and GPUs of the largest node of each type; ``free_t``
+    (T,) its free GPUs) ``gpus[t, free] = free_t / type_cap``, ``gpus[t, free_nodes]`` = its wholly free nodes
+    (written to ``full`` (T,)) over its nodes, ``gpus[t, largest_free]`` = the most free GPUs on one of its
+    nodes (``largest`` (T,)) over ``type_node_size``; for each plan slot ``plans[q, fits_free]`` = 1 where it is
+    present and its type has at least ``plan_count[q]`` GPUs free, else 0."""
+    _require("type_state")(free, node_type, node_cap, type_cap, type_nodes, type_node_size, free_t, full, largest,
+                           plan_type, plan_count, plan_present, gpus, plans)
+
+
 _SOURCES = {
     "legal_masks": _legal_masks, "running_rows": _running_rows, "free_fractions": _free_fractions,
-    "running_work": _running_work,
+    "running_work": _running_work, "type_state": _type_state,
 }

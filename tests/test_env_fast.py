@@ -29,6 +29,9 @@ CASES = [
     ({"cluster": "frenzy-testbed", "workload": "synthetic", "placement": "spread", "work_info": "noisy"}, 200),
     ({"cluster": "frenzy-testbed", "workload": "synthetic", "queue_slots": 3, "running_slots": 2}, 250),
     ({"cluster": "pai-2020", "workload": "synthetic-small", "predictor": "frenzy"}, 150),
+    # the universal interface (absent plan slots, the plans and gpus blocks), with out-of-memory failures
+    ({"cluster": "frenzy-testbed", "workload": "synthetic", "predictor": "frenzy", "interface": "universal"}, 200),
+    ({"cluster": "pai-2020", "workload": "synthetic-small", "interface": "universal", "queue_slots": 3}, 150),
 ]
 
 

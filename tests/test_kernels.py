@@ -129,6 +129,35 @@ def test_running_work_kernel_counts_the_pending_start_up(jit_on):
     assert kernels._running_work(*args, 40.0) == 400.0
 
 
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python source"])
+def test_running_rows_kernel_with_three_plan_features(jit_on, compiled):
+    """The universal layout's running row: the plan's 3 features (GPUs, speed, memory) after remaining_time, then
+    restarts, progress and the plan times one column further right than with 2."""
+    kernel = kernels.running_rows if compiled else kernels._running_rows
+    out = np.zeros((1, 10), dtype=np.float32)
+    kernel(out, 0, np.array([0]), np.array([1]), np.array([[0.0, 0.0, 1.0, 0.0]]), np.array([2]),
+           np.array([100.0]), np.array([[0.0, 2.0]]), np.array([0]), np.zeros((1, 2)), np.zeros((1, 2)),
+           np.array([[0.0, 0.0, 0.0], [0.25, 0.5, 0.75]]), 10.0, 16.0)
+    lt = math.log1p(180.0) / 16  # 90 iterations left at 2 s on its plan (plan 1); plan 0 not available
+    want = [1.0, math.log1p(10.0) / 16, lt, 0.25, 0.5, 0.75, 0.2, 0.1, 0.0, lt]
+    assert out[0].tolist() == np.array(want, dtype=np.float32).tolist()
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python source"])
+def test_type_state_kernel_on_a_hand_computed_instance(jit_on, compiled):
+    """Type 0: nodes of 4 and 4 GPUs with 4 and 1 free; type 1: one 8-GPU node with 3 free. Plans: type 0 x 4,
+    type 1 x 4, and an absent slot (type 0, 0 GPUs)."""
+    kernel = kernels.type_state if compiled else kernels._type_state
+    gpus, plans = np.zeros((4, 9), np.float32), np.zeros((3, 5), np.float32)
+    full, largest = np.full(2, 7), np.full(2, 7)  # scratch, overwritten
+    kernel(np.array([4, 1, 3]), np.array([0, 0, 1]), np.array([4, 4, 8]), np.array([8, 8]), np.array([2, 1]),
+           np.array([4, 8]), np.array([5, 3]), full, largest, np.array([0, 1, 0]), np.array([4, 4, 0]),
+           np.array([True, True, False]), gpus, plans)
+    assert full.tolist() == [1, 0] and largest.tolist() == [4, 3]
+    assert gpus[:2, [2 - 1, 7, 8]].tolist() == [[5 / 8, 0.5, 1.0], [3 / 8, 0.0, 3 / 8]]  # free, free_nodes, largest
+    assert plans[:, 4].tolist() == [1.0, 0.0, 0.0] and not gpus[2:].any()
+
+
 def test_free_fractions_kernel(jit_on):
     tf, nf = np.array([0, 0.5, 1, 0, 0.25, 0.5, 0.75, 1], np.float32), np.array([0, 1, 0, 0.5, 1], np.float32)
     out_t, out_n = np.zeros(2, np.float32), np.zeros(2, np.float32)
@@ -149,6 +178,10 @@ CASES = [
      "preemption": True},
     {"cluster": "frenzy-testbed", "workload": "synthetic", "one_action_per_instant": True, "preemption": True,
      "startup_time": 0.0, "restart_overhead": 0.0, "load_bandwidth": math.inf, "checkpoint_bandwidth": math.inf},
+    # the universal interface: the padded plan grid, the plans and gpus blocks, the running rows' type features
+    {"cluster": "frenzy-testbed", "workload": "synthetic", "interface": "universal", "preemption": True},
+    {"cluster": "pai-2020", "workload": "synthetic-small", "interface": "universal", "queue_slots": 3,
+     "running_slots": 2},
 ]
 
 

@@ -166,19 +166,20 @@ def _upper_envelope(count: np.ndarray, exec_s: np.ndarray) -> list[tuple[float, 
 def bound_inputs(sim) -> BoundInputs:
     """The jobs of a :class:`~frenzy_env.simulator.ClusterSimulator` (its whole workload, whatever its
     clock): release times, shortest start-ups and each plan's run time, over the plans the predictor admits
-    that truly fit in memory."""
-    ok = np.asarray(sim.pred_ok) & np.asarray(sim.true_ok)
+    that truly fit in memory (the absent slots of ``SimConfig.interface="universal"``'s grid left out)."""
+    cols = np.flatnonzero(np.asarray(sim.plan_present))  # (P',) the cluster's plan slots
+    ok = (np.asarray(sim.pred_ok) & np.asarray(sim.true_ok))[:, cols]
     jobs = np.flatnonzero(ok.any(axis=1))
-    iter_time = np.where(ok, np.asarray(sim.iter_time, dtype=np.float64), np.inf)[jobs]
+    iter_time = np.where(ok, np.asarray(sim.iter_time, dtype=np.float64)[:, cols], np.inf)[jobs]
     work = np.asarray(sim.work, dtype=np.float64)[jobs]
-    start = np.array([[sim.startup_seconds(int(j), p) for p in range(sim.num_plans)] for j in jobs.tolist()])
-    start = np.where(ok[jobs], start, np.inf).reshape(jobs.size, sim.num_plans)
+    start = np.array([[sim.startup_seconds(int(j), p) for p in cols.tolist()] for j in jobs.tolist()])
+    start = np.where(ok[jobs], start, np.inf).reshape(jobs.size, cols.size)
     return BoundInputs(
         release=np.asarray(sim.submit, dtype=np.float64)[jobs],
         startup=start.min(axis=1) if jobs.size else np.zeros(0),
         plan_exec=iter_time * work[:, None],
-        plan_count=np.asarray(sim.plan_count, dtype=np.float64),
-        plan_type=np.asarray(sim.plan_type, dtype=np.int64),
+        plan_count=np.asarray(sim.plan_count, dtype=np.float64)[cols],
+        plan_type=np.asarray(sim.plan_type, dtype=np.int64)[cols],
         capacity=np.asarray(sim.cluster.type_capacity, dtype=np.float64),
     )
 

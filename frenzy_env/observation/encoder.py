@@ -28,20 +28,30 @@ import numpy as np
 from frenzy_env import kernels
 from frenzy_env.observation.contract import (
     BATCH_LOG2_SCALE,
+    CAPACITY_LOG2_SCALE,
     COUNT_LOG_SCALE,
+    GPU_FEATURES,
     GPUS_LOG2_SCALE,
+    GT,
     LOG_TIME_SCALE,
     MAX_SECONDS,
+    MEMORY_GIB_SCALE,
     PARAMS_LOG10_SCALE,
+    PL,
+    PLAN_FEATURES,
     QUEUE_FEATURES,
     RESTARTS_SCALE,
+    RU,
     RUNNING_FEATURES,
     SEQ_LOG2_SCALE,
+    SPEED_LOG2_SCALE,
+    UNIVERSAL_RUNNING_FEATURES,
+    UNIVERSAL_TYPES,
     Q,
     R,
 )
 from frenzy_env.simulator import ClusterSimulator
-from frenzy_env.world.cluster import ClusterSpec
+from frenzy_env.world.cluster import ClusterSpec, get_gpu_type
 
 try:  # the clip ufunc itself: ndarray.clip adds a Python wrapper around it (same results)
     from numpy._core.umath import clip as _clip
@@ -65,7 +75,7 @@ class ObservationEncoder:
     """
 
     # views of _fbuf, mask8 and _rbuf: copies and pickles would make them separate arrays
-    _VIEWS = ("_obs", "mask", "_gpus_free", "_rrows", "_row_scratch")
+    _VIEWS = ("_obs", "mask", "_gpus_free", "_rrows", "_row_scratch", "_gpu_rows", "_plan_rows")
 
     def __init__(
         self,
@@ -81,8 +91,14 @@ class ObservationEncoder:
         self.running_slots = r = running_slots
         self.num_plans = p = sim.num_plans
         t = sim.num_types
+        # SimConfig.interface: the cluster layout, or the universal one (observation.contract)
+        self.universal = sim.config.interface == "universal"
+        self._rf = UNIVERSAL_RUNNING_FEATURES if self.universal else RUNNING_FEATURES  # the running row's features
+        self._rc = RU if self.universal else R  # and their columns
         self.queue_shape = (q, len(QUEUE_FEATURES) + p)  # the flat "queue" entry reshapes to this
-        self.running_shape = (r, len(RUNNING_FEATURES) + p)
+        self.running_shape = (r, len(self._rf) + p)
+        self.gpus_shape = (UNIVERSAL_TYPES, len(GPU_FEATURES)) if self.universal else (2 * t,)
+        self.plans_shape = (p, len(PLAN_FEATURES)) if self.universal else None  # the "plans" entry (universal)
         # the observation's buffers: the float32 entries one after the other in ``_fbuf``, the mask in
         # ``mask8``; observe() returns copies (one of each buffer, the float entries as parts of the copy)
         float_keys = [k for k in sizes if k != "action_mask"]
@@ -100,17 +116,87 @@ class ObservationEncoder:
         # per-type and per-plan constants of the observation
         cap_t = cluster.type_capacity
         self._gpu_share = cap_t / cap_t.sum()  # (T,)
-        self._plan_feats = np.stack(  # (P, 2): the num_gpus and gpu_type features of a running job's plan
-            [np.log2(sim.plan_count + 1) / GPUS_LOG2_SCALE, sim.plan_type / max(1, sim.num_types - 1)],
-            axis=1,
-        )
+        if self.universal:  # (P, 3): the num_gpus, gpu_speed and gpu_memory features of a running job's plan
+            self._universal_constants(sim, cluster)
+        else:  # (P, 2): the num_gpus and gpu_type features of a running job's plan
+            self._plan_feats = np.stack(
+                [np.log2(sim.plan_count + 1) / GPUS_LOG2_SCALE, sim.plan_type / max(1, sim.num_types - 1)],
+                axis=1,
+            )
+            self._obs["gpus"][t:] = self._gpu_share  # the free fraction of each type, then these
         self._plan_feats_l = self._plan_feats.tolist()
         self._arange = np.arange(max(q, r))
-        self._obs["gpus"][t:] = self._gpu_share  # the free fraction of each type, then these
         # float32 free / capacity of each type and node for every free count: tables and each one's offset
         self._type_frac, self._type_base = _fraction_table(cap_t)
         self._node_frac, self._node_base = _fraction_table(cluster.node_capacity)
         self._invalidate()
+
+    def _universal_constants(self, sim: ClusterSimulator, cluster: ClusterSpec) -> None:
+        """The universal layout's constants: the running rows' plan features, the static columns of the
+        ``gpus`` and ``plans`` blocks (written once into the buffer), and what their dynamic columns read."""
+        t = sim.num_types
+        gpus = [get_gpu_type(name) for name in sim.gpu_types]
+        speed = np.array([math.log2(1.0 + g.peak_tflops) / SPEED_LOG2_SCALE for g in gpus])  # (T,)
+        memory = np.array([g.memory_bytes / 2**30 / MEMORY_GIB_SCALE for g in gpus])  # (T,)
+        # the slots shown present: on the cluster's grid, and no more GPUs than the type has
+        present = sim.plan_present & (sim.plan_count <= cluster.type_capacity[sim.plan_type])
+        feats = np.zeros((self.num_plans, 3))  # absent slots: 0 (no job ever holds one)
+        feats[present, 0] = np.log2(sim.plan_count[present] + 1) / GPUS_LOG2_SCALE
+        feats[present, 1] = speed[sim.plan_type[present]]
+        feats[present, 2] = memory[sim.plan_type[present]]
+        self._plan_feats = feats
+        plans = self._plan_rows
+        plans[:] = 0.0
+        plans[:, PL.present] = present
+        plans[:, PL.num_gpus : PL.gpu_memory + 1] = feats
+        self._type_cap = cluster.type_capacity.astype(np.int64)  # (T,) GPUs of each type
+        self._type_nodes = np.bincount(cluster.node_type_index, minlength=t).astype(np.int64)  # (T,) nodes
+        self._type_node_size = sim.max_node_gpus.astype(np.int64)  # (T,) GPUs of the largest node
+        rows = self._gpu_rows
+        rows[:] = 0.0
+        rows[:t, GT.present] = 1.0
+        rows[:t, GT.capacity] = np.log2(1.0 + self._type_cap) / CAPACITY_LOG2_SCALE
+        rows[:t, GT.gpu_speed] = speed
+        rows[:t, GT.gpu_memory] = memory
+        rows[:t, GT.gpus_per_node] = np.log2(1.0 + self._type_node_size) / GPUS_LOG2_SCALE
+        rows[:t, GT.nodes] = np.log1p(self._type_nodes) / COUNT_LOG_SCALE
+        _clip(rows, 0.0, 2.0, out=rows)
+        # the dynamic columns' inputs: node order by type (the numpy code's segments), per-type scratch
+        self._node_type = cluster.node_type_index.astype(np.int64)
+        self._node_cap = cluster.node_capacity.astype(np.int64)
+        self._node_order = np.argsort(self._node_type, kind="stable")
+        self._type_starts = np.searchsorted(self._node_type[self._node_order], np.arange(t))
+        self._type_full = np.zeros(t, dtype=np.int64)
+        self._type_largest = np.zeros(t, dtype=np.int64)
+        self._plan_type = sim.plan_type.astype(np.int64)
+        self._plan_count = sim.plan_count.astype(np.int64)
+        self._plan_present = np.asarray(present, dtype=np.bool_)
+        self._cost_globals = [  # the world's cost knobs (UNIVERSAL_GLOBAL_FEATURES' last two)
+            min(math.log1p(sim.config.startup_time) / LOG_TIME_SCALE, 2.0),
+            min(math.log1p(sim.config.restart_overhead) / LOG_TIME_SCALE, 2.0),
+        ]
+
+    def _fill_types(self) -> None:
+        """The universal layout's dynamic columns: each type's free fraction, wholly free nodes and largest free
+        block, and each plan slot's ``fits_free`` (compiled, or the same numbers by numpy)."""
+        state = self.sim.state
+        kernel = kernels.get("type_state")
+        if kernel is not None:
+            kernel(state.free, self._node_type, self._node_cap, self._type_cap, self._type_nodes,
+                   self._type_node_size, state.free_t, self._type_full, self._type_largest, self._plan_type,
+                   self._plan_count, self._plan_present, self._gpu_rows, self._plan_rows)
+            return
+        free = state.free
+        t = len(self._type_cap)
+        full = np.bincount(self._node_type, weights=free == self._node_cap, minlength=t)  # (T,) wholly free nodes
+        largest = np.maximum.reduceat(free[self._node_order], self._type_starts)  # (T,) most free on one node
+        rows = self._gpu_rows
+        rows[:t, GT.free] = state.free_t / self._type_cap
+        rows[:t, GT.free_nodes] = full / self._type_nodes
+        rows[:t, GT.largest_free] = largest / self._type_node_size
+        fits = state.free_t[self._plan_type] >= self._plan_count
+        fits &= self._plan_present
+        self._plan_rows[:, PL.fits_free] = fits
 
     def _bind_views(self) -> None:
         """(Re)create the views of the observation buffers ``_fbuf`` and ``mask8`` (and of the scratch
@@ -121,7 +207,9 @@ class ObservationEncoder:
         self._obs["queue"] = flat["queue"].reshape(self.queue_shape)
         self._obs["running"] = flat["running"].reshape(self.running_shape)
         self.mask = flat["action_mask"].view(bool)  # (A,) the legal actions, in the observation's buffer
-        self._gpus_free = flat["gpus"][: self.sim.num_types]  # (T,) free fraction of each GPU type
+        self._gpus_free = flat["gpus"][: self.sim.num_types]  # (T,) free fraction of each GPU type (cluster layout)
+        self._gpu_rows = flat["gpus"].reshape(self.gpus_shape)  # (T_MAX, F) rows of the type slots (universal)
+        self._plan_rows = flat["plans"].reshape(self.plans_shape) if "plans" in flat else None  # (P, F) (universal)
         self._rrows = list(self._obs["running"])  # (R,) views of the rows of the running block
         self._row_scratch = (self._rbuf[-1], self._rbuf[-1, 1:])  # a (1 + P,) scratch row and its (P,) tail
 
@@ -302,9 +390,10 @@ class ObservationEncoder:
         nr = len(rv)
         cur = sim.run_plan[rv]  # (R,)
         rows = self._obs["running"][:nr]
-        rows[:, R.present] = 1.0
-        rows[:, R.num_gpus : R.gpu_type + 1] = self._plan_feats[cur]
-        rows[:, R.restarts] = np.minimum(sim.restart_count[rv] / RESTARTS_SCALE, 2.0)
+        rc = self._rc
+        rows[:, rc.present] = 1.0
+        rows[:, rc.num_gpus : rc.num_gpus + self._plan_feats.shape[1]] = self._plan_feats[cur]
+        rows[:, rc.restarts] = np.minimum(sim.restart_count[rv] / RESTARTS_SCALE, 2.0)
         floats = sim.run_floats[rv].T.copy()  # (4, R) done_base, progress_from, rate, first start
         estimate = sim.work_estimate[rv]
         cur_cells = cur + 1 + self._arange[:nr] * (1 + self.num_plans)  # cells of the current plans in _rbuf
@@ -336,10 +425,11 @@ class ObservationEncoder:
         np.log1p(scaled, out=scaled)
         scaled /= LOG_TIME_SCALE
         rows = self._obs["running"][:nr]
-        rows[:, R.elapsed] = scaled[:, 0]
-        rows[:, R.remaining_time] = scaled.take(cur_cells)  # the current plan is always available
-        rows[:, R.progress] = 1.0 - rem / estimate_pos
-        rows[:, len(RUNNING_FEATURES) :] = times
+        rc = self._rc
+        rows[:, rc.elapsed] = scaled[:, 0]
+        rows[:, rc.remaining_time] = scaled.take(cur_cells)  # the current plan is always available
+        rows[:, rc.progress] = 1.0 - rem / estimate_pos
+        rows[:, len(self._rf) :] = times
         _clip(rows, 0.0, 2.0, out=rows)
 
     def _reuse_rows(self, rv: np.ndarray, attempts: list[int]) -> bool:
@@ -414,16 +504,15 @@ class ObservationEncoder:
         feats = self._plan_feats_l[plan]
         # the clip to [0, 2] of the other path, where it can change something: every value is >= 0, the
         # times are at most log1p(1e12) / 16 < 2, the plan features and the progress at most 1
-        row[: len(RUNNING_FEATURES)] = [  # in RUNNING_FEATURES order
+        row[: len(self._rf)] = [  # in RUNNING_FEATURES (UNIVERSAL_RUNNING_FEATURES) order
             1.0,
             min(float(scaled[0]), 2.0),
             scaled[plan + 1],
-            feats[0],
-            feats[1],
+            *feats,  # the plan's GPU count and type features
             min(record.restarts / RESTARTS_SCALE, 2.0),
             1.0 - rem / max(estimate, 1e-9),
         ]
-        row[len(RUNNING_FEATURES) :] = times
+        row[len(self._rf) :] = times
 
     def observe(self) -> dict[str, np.ndarray]:
         """The observation now, as fresh arrays (the windows as :meth:`update_visible` last read them, the
@@ -433,7 +522,10 @@ class ObservationEncoder:
         self._fill_queue()
         self._fill_running()
         state = sim.state
-        if self._free_key != (sim, state.version):
+        if self._free_key != (sim, state.version) and self.universal:
+            self._fill_types()
+            self._free_key = (sim, state.version)
+        elif self._free_key != (sim, state.version):
             # free / capacity, looked up (the capacity shares after the free fractions never change)
             kernel = kernels.get("free_fractions")
             if kernel is None:
@@ -462,6 +554,8 @@ class ObservationEncoder:
             math.log1p(self._running_work()) / LOG_TIME_SCALE,
             min(queued_gpus / self.cluster.num_gpus, 2.0),
         ]
+        if self.universal:  # UNIVERSAL_GLOBAL_FEATURES: then the world's cost knobs
+            values += self._cost_globals
         g[:] = values
         if max(values) > 2.0:  # (all are >= 0; within [0, 2] the clip changes nothing)
             _clip(g, 0.0, 2.0, out=g)

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, fields
 import numpy as np
 
 from frenzy_env.errors import ConfigError, check_keys
+from frenzy_env.observation.contract import INTERFACES, UNIVERSAL_MAX_GPUS, UNIVERSAL_PLANS, UNIVERSAL_TYPES
 from frenzy_env.world.efficiency import DEFAULT_EFFICIENCY, check_efficiency
 from frenzy_env.world.throughput import DEFAULT_UTILISATION
 
@@ -96,6 +97,17 @@ class SimConfig:
     load_bandwidth=math.inf``. The GPU time of every failed attempt is in the ``lost_gpu_hours`` metric;
     the start-up and restart time of the others in ``overhead_gpu_hours``.
     max_plan_gpus: largest GPU count of a plan slot (powers of two up to it).
+    interface: the layout of the plan slots, hence of the environment's spaces: "cluster" (the default, env v5's)
+        -- the cluster's own GPU types x the powers of two up to ``min(max_plan_gpus, the largest type's GPUs)``
+        (frenzy-testbed: 3 x 6 = 18 slots); "universal" -- one fixed grid for every cluster of at most
+        ``UNIVERSAL_TYPES`` (4) GPU types: type slots in the cluster's canonical order (memory, then speed; the
+        rest absent) x the counts 1, 2, ..., ``UNIVERSAL_MAX_GPUS`` (64), ``UNIVERSAL_PLANS`` (28) slots
+        (:mod:`frenzy_env.observation.contract`). Slot ``t * 7 + k`` is type t with 2**k GPUs; a slot whose type
+        the cluster lacks or whose count exceeds the cluster layout's largest is *absent*: GPU count 0, never
+        feasible (``pred_ok`` False), so never legal, placed, started or counted. The slots the two layouts
+        share have the same tables, so the dynamics and every policy's decisions are the same under both; only
+        the slot indices differ. "universal" refuses a cluster of more types and ``max_plan_gpus`` above 64
+        (:class:`ConfigError`).
     placement: "best_fit" (Frenzy's HAS) or "spread" (locality-aware, largest free nodes first).
     work_info: what schedulers know of a job's work: "exact" (the configured iterations; the default, since
         a training configuration states them), "noisy" (multiplied by a per-job log-normal factor with
@@ -147,6 +159,7 @@ class SimConfig:
     oom_delay: float | None = None
     teardown_time: float = 10.0
     max_plan_gpus: int = 64
+    interface: str = "cluster"
     placement: str = "best_fit"
     work_info: str = "exact"
     work_noise: float = 0.5
@@ -184,6 +197,14 @@ class SimConfig:
                 raise ConfigError(f"{name} must be a number of bytes/s > 0 (math.inf: free), got {value!r}")
         if not (isinstance(self.max_plan_gpus, int) and self.max_plan_gpus >= 1):
             raise ConfigError(f"max_plan_gpus must be an integer >= 1, got {self.max_plan_gpus!r}")
+        if self.interface not in INTERFACES:
+            raise ConfigError(f"interface must be one of {', '.join(INTERFACES)}, got {self.interface!r}")
+        if self.interface == "universal" and self.max_plan_gpus > UNIVERSAL_MAX_GPUS:
+            raise ConfigError(
+                f"max_plan_gpus must be at most {UNIVERSAL_MAX_GPUS} under interface='universal' (its grid of "
+                f"{UNIVERSAL_TYPES} GPU types x counts up to {UNIVERSAL_MAX_GPUS}, {UNIVERSAL_PLANS} plan slots), "
+                f"got {self.max_plan_gpus!r}"
+            )
         if not (0 < self.utilisation <= 1):
             raise ConfigError(f"utilisation must be in (0, 1], got {self.utilisation!r}")
         check_efficiency(self.efficiency)

@@ -236,6 +236,9 @@ class ClusterSimulator(_MaskLayer):
         return run.done_base + max(0.0, self.now - run.progress_from) * run.rate
 
     def plan_label(self, plan: int) -> str:
+        """``"A100-80GBx8"``; ``"absent"`` for an absent slot of the universal grid (``SimConfig.interface``)."""
+        if not self.plan_present[plan]:
+            return "absent"
         return f"{self.gpu_types[self.plan_type[plan]]}x{int(self.plan_count[plan])}"
 
     def plan_index(self, gpu_type: str, num_gpus: int) -> int:
@@ -245,7 +248,7 @@ class ClusterSimulator(_MaskLayer):
         hits = np.flatnonzero(self.plan_counts_levels == num_gpus)
         if hits.size == 0:
             raise ValueError(f"num_gpus must be one of {self.plan_counts_levels.tolist()}, got {num_gpus}")
-        return self.gpu_types.index(gpu_type) * len(self.plan_counts_levels) + int(hits[0])
+        return self.gpu_types.index(gpu_type) * self.plan_grid[1] + int(hits[0])
 
     # ------------------------------------------------------------------ actions
     def startup_seconds(self, job: int, plan: int) -> float:

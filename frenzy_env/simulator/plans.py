@@ -1,7 +1,13 @@
 """The simulator's plan table: :class:`PlanTable`, the plan slots and the job x plan matrices (Gavel's one
 throughput/feasibility matrix), computed once per (cluster, workload, config, seed) and never changed after.
 
-A *plan slot* ``p`` is a (GPU type, GPU count) pair, count in 1, 2, 4, ... up to ``max_plan_gpus``. For each
+A *plan slot* ``p`` is a (GPU type, GPU count) pair, count in 1, 2, 4, ... up to ``max_plan_gpus``; the slots
+form a grid of ``plan_grid`` = (type slots, count levels), slot ``t * plan_grid[1] + k`` of type slot t and
+level k: the cluster's types x its levels under ``SimConfig.interface="cluster"``, the fixed
+:data:`~frenzy_env.observation.contract.UNIVERSAL_TYPES` x
+:data:`~frenzy_env.observation.contract.UNIVERSAL_LEVELS` grid under ``"universal"``, whose *absent* slots (a
+type the cluster lacks, a count above the cluster layout's largest) have GPU count 0, GPU type 0 and are never
+feasible (``plan_present`` False; every other slot has the cluster layout's tables). For each
 job and plan slot the table holds the layout the predictor picks (the fastest legal (dp, tp, pp,
 micro-batch) layout, :func:`frenzy_env.world.layouts.plan_layouts`, that the predictor says fits; among equally
 fast ones the fewest pipeline stages, the smallest tp and the largest micro-batch; under
@@ -23,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from frenzy_env.errors import ConfigError
+from frenzy_env.observation.contract import UNIVERSAL_LEVELS, UNIVERSAL_TYPES
 from frenzy_env.simulator.config import SimConfig, start_up_costs
 from frenzy_env.workload import Workload
 from frenzy_env.world.cluster import ClusterSpec, get_gpu_type
@@ -77,11 +84,25 @@ class PlanTable:
         self.num_types = len(self.gpu_types)
         largest = int(spec.type_capacity.max())
         counts = powers_of_two(min(config.max_plan_gpus, largest))
-        self.plan_counts_levels = np.array(counts, dtype=np.int64)  # (K,)
+        self.plan_counts_levels = np.array(counts, dtype=np.int64)  # (K,) the counts of the cluster's slots
         k = len(counts)
-        self.num_plans = self.num_types * k
-        self.plan_type = np.repeat(np.arange(self.num_types), k)  # (P,)
-        self.plan_count = np.tile(self.plan_counts_levels, self.num_types)  # (P,)
+        if config.interface == "universal":
+            if self.num_types > UNIVERSAL_TYPES:
+                raise ConfigError(
+                    f"interface='universal' holds at most {UNIVERSAL_TYPES} GPU types; cluster {spec.name!r} has "
+                    f"{self.num_types} ({', '.join(self.gpu_types)})"
+                )
+            self.plan_grid = (UNIVERSAL_TYPES, UNIVERSAL_LEVELS)  # (type slots, count levels) of the slot grid
+        else:
+            self.plan_grid = (self.num_types, k)
+        grid_t, grid_k = self.plan_grid
+        self.num_plans = grid_t * grid_k
+        slot_t = np.repeat(np.arange(grid_t), grid_k)  # (P,) type slot and level of each plan slot
+        slot_k = np.tile(np.arange(grid_k), grid_t)
+        self.plan_present = (slot_t < self.num_types) & (slot_k < k)  # (P,) the cluster layout's slots
+        # absent slots: type 0 (a valid index for per-type arrays) and 0 GPUs, never feasible
+        self.plan_type = np.where(self.plan_present, slot_t, 0)  # (P,)
+        self.plan_count = np.where(self.plan_present, self.plan_counts_levels[np.minimum(slot_k, k - 1)], 0)  # (P,)
         self.max_node_gpus = np.array([spec.max_gpus_per_node(t) for t in self.gpu_types], dtype=np.int64)
         self.tp_levels = np.array(powers_of_two(int(self.max_node_gpus.max())), dtype=np.int64)  # (L,)
         onehot = np.zeros((spec.num_nodes, self.num_types), dtype=np.int64)
@@ -132,6 +153,7 @@ class PlanTable:
         shared = (
             cfg.predictor, cfg.utilisation, cfg.efficiency, cfg.layouts, tuple(get_gpu_type(t) for t in self.gpu_types),
             self.max_node_gpus.tobytes(), self.plan_counts_levels.tobytes(), self._empty_cap.tobytes(),
+            self.plan_grid,
         )
         # memory_truth="residual": each job's true peak is the estimate x its factor (frenzy_env.world.memory.truth),
         # so its row is its own (keyed by the factor too); "estimate": factor 1, rows shared as before
@@ -239,6 +261,7 @@ class PlanTable:
         pred_method = "extended" if cfg.predictor == "oracle" else cfg.predictor
         no_acc = cfg.layouts == "no_accumulation"
         counts = self.plan_counts_levels.tolist()
+        stride = self.plan_grid[1]  # count levels per type slot
         for t_idx, t_name in enumerate(self.gpu_types):
             gpu = get_gpu_type(t_name)
             per_node = int(self.max_node_gpus[t_idx])
@@ -275,7 +298,7 @@ class PlanTable:
             tp_pos = np.log2(tp_a).astype(np.int64)
             placeable = self._empty_cap[t_idx, tp_pos] >= cnt_a
             for k_idx, c in enumerate(counts):
-                slot = t_idx * len(counts) + k_idx
+                slot = t_idx * stride + k_idx
                 sel = np.flatnonzero((cnt_a == c) & placeable)
                 if sel.size == 0:
                     continue

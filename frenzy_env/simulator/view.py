@@ -75,7 +75,10 @@ class SimView:
       ``gpu_types`` (T,) names;
     * ``plan_type``, ``plan_count`` (P,) GPU-type index and GPU count of each plan slot;
       ``plan_counts_levels`` (K,) the counts 1, 2, 4, ...; ``max_node_gpus`` (T,) GPUs of the largest node
-      of each type;
+      of each type; ``plan_grid`` (type slots, count levels) of the slot grid (slot ``t * plan_grid[1] + k``
+      is type t with ``plan_counts_levels[k]`` GPUs) and ``plan_present`` (P,) the slots the cluster has
+      (all of them unless ``SimConfig.interface="universal"``, whose absent slots have 0 GPUs, type 0, and
+      are never feasible);
     * ``submit`` (J,) arrival times; ``work`` (J,) true iterations (oracles only); ``work_estimate`` (J,)
       what schedulers may know of it;
     * ``pred_ok``, ``layout_tp``, ``iter_time`` (J, P): the predictor admits the plan, its tensor-parallel
@@ -108,7 +111,7 @@ class SimView:
         "_sim", "num_jobs", "num_plans", "num_types", "jobs", "cluster", "config", "gpu_types", "plan_type",
         "plan_count", "plan_counts_levels", "max_node_gpus", "submit", "work", "work_estimate", "pred_ok",
         "layout_tp", "iter_time", "available_plans", "next_event_time", "has_pending_events", "startup_seconds",
-        "restart_seconds", "spread_iter_time", "progress",
+        "restart_seconds", "spread_iter_time", "progress", "plan_grid", "plan_present",
     )
 
     if TYPE_CHECKING:
@@ -122,6 +125,8 @@ class SimView:
         plan_type: np.ndarray
         plan_count: np.ndarray
         plan_counts_levels: np.ndarray
+        plan_grid: tuple[int, int]
+        plan_present: np.ndarray
         max_node_gpus: np.ndarray
         submit: np.ndarray
         work: np.ndarray
@@ -145,12 +150,12 @@ class SimView:
         for name in (
             "num_jobs", "num_plans", "num_types", "jobs", "cluster", "config", "gpu_types", "available_plans",
             "next_event_time", "has_pending_events", "startup_seconds", "restart_seconds", "spread_iter_time",
-            "progress",
+            "progress", "plan_grid",
         ):
             put(self, name, getattr(sim, name))
         for name in (
             "plan_type", "plan_count", "plan_counts_levels", "max_node_gpus", "submit", "work", "work_estimate",
-            "pred_ok", "layout_tp", "iter_time",
+            "pred_ok", "layout_tp", "iter_time", "plan_present",
         ):
             put(self, name, _frozen(getattr(sim, name)))
 
