@@ -33,7 +33,7 @@ MARKER = "INCOMPLETE"
 #: what ``frenzy evaluate --out`` writes, with and without ``--suite`` (shell patterns)
 EVALUATE_FILES = (
     "manifest.json", "jobs.csv", "episodes.csv", "bounds.csv", "summary.csv", "summary.md", "suite.csv",
-    "suite.md", "jct_cdf.png", "utilisation.png", "bars.png", "schedule_*.png",
+    "suite.md", "pressure.csv", "jct_cdf.png", "utilisation.png", "bars.png", "schedule_*.png",
 )
 #: what ``frenzy reproduce --out`` writes
 REPRODUCE_FILES = (

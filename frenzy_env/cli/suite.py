@@ -4,6 +4,9 @@ suites`), paired workload by workload, summarised in one table (:mod:`frenzy_env
 
 A suite's workloads are run in groups that share their seeds (its synthetic workloads over their seeds, then
 its trace windows, each with its seed), through the same evaluation loop as any other ``frenzy evaluate``.
+Each workload is also played once by ``fifo`` (:func:`fifo_pressure`): the table's notes give the share of its
+jobs that wait over a minute and the GPUs' busy fraction over the arrival window, the pressure the suite's load
+puts on the cluster.
 """
 
 from __future__ import annotations
@@ -86,15 +89,17 @@ def run_suite(args: argparse.Namespace, policy_names: list[str]) -> int:
     if args.bounds:  # once per workload, whatever the number of policies
         episodes = _with_bounds(args, make_env, groups, episodes, out)
     table = suite_table(episodes, reference, pooled_latencies(latencies))
-    md = suite_markdown(table, reference, suite.describe())
+    pressure = fifo_pressure(make_env, items, cluster.num_gpus)
+    md = suite_markdown(table, reference, suite.describe(), pressure)
     if len(items) < FEW_SEEDS:
         print(f"frenzy: warning: n={len(items)}: intervals over fewer than {FEW_SEEDS} workloads are missing or "
               "unreliable", file=sys.stderr)
-    written = _write_suite_files(args, out, suite, table, md)
+    written = _write_suite_files(args, out, suite, table, md, pressure)
     close_results_folder(args)
     if args.json:
         print(json.dumps({"suite": suite.name, "reference": reference,
-                          "policies": json.loads(table.to_json(orient="records"))}, indent=2))
+                          "policies": json.loads(table.to_json(orient="records")),
+                          "fifo_pressure": json.loads(pressure.to_json(orient="records"))}, indent=2))
     else:
         print(f"suite {suite.name}: {suite.size} workloads on {cluster.name} ({cluster.num_gpus} GPUs)")
         print(md)
@@ -104,6 +109,26 @@ def run_suite(args: argparse.Namespace, policy_names: list[str]) -> int:
         _report_failures(failures)
         return 1
     return 0
+
+
+def fifo_pressure(make_env: Any, items: list[Any], num_gpus: int) -> Any:
+    """FIFO's pressure on every workload of a suite (:class:`~frenzy_env.workload.suites.SuiteWorkload`): one
+    ``fifo`` episode each, made by ``make_env(name)``; a DataFrame with columns workload, seed, wait_frac (the share
+    of jobs that wait over a minute) and busy_frac (GPU-seconds held over ``num_gpus`` times the arrival window),
+    from :func:`~frenzy_env.evaluation.results.queue_pressure`."""
+    import pandas as pd
+
+    from baselines import make_policy
+    from frenzy_env.evaluation.episodes import run_episode
+    from frenzy_env.evaluation.results import queue_pressure
+
+    rows = []
+    for item in items:
+        env = make_env(item.name)
+        result = run_episode(env, make_policy("fifo", env), seed=item.seed)
+        wait, busy = queue_pressure(result.jobs, result.attempts, num_gpus)
+        rows.append({"workload": item.name, "seed": item.seed, "wait_frac": wait, "busy_frac": busy})
+    return pd.DataFrame(rows, columns=["workload", "seed", "wait_frac", "busy_frac"])
 
 
 def _write_suite_manifest(
@@ -188,9 +213,11 @@ def _with_bounds(
     return episodes
 
 
-def _write_suite_files(args: argparse.Namespace, out: Path | None, suite: Any, table: Any, md: str) -> list[str]:
-    """``suite.csv`` and ``suite.md`` in ``out`` and, with ``--results-md``, the suite's section of that page;
-    returns the lines naming what was written."""
+def _write_suite_files(
+    args: argparse.Namespace, out: Path | None, suite: Any, table: Any, md: str, pressure: Any
+) -> list[str]:
+    """``suite.csv``, ``suite.md`` and ``pressure.csv`` (:func:`fifo_pressure`) in ``out`` and, with
+    ``--results-md``, the suite's section of that page; returns the lines naming what was written."""
     from frenzy_env import __version__
     from frenzy_env.evaluation.results import results_section, update_results_page
     from frenzy_env.versions import ENV_VERSION
@@ -199,8 +226,9 @@ def _write_suite_files(args: argparse.Namespace, out: Path | None, suite: Any, t
     if out is not None:
         atomic_write_csv(out / "suite.csv", table)
         atomic_write_text(out / "suite.md", md)
+        atomic_write_csv(out / "pressure.csv", pressure)
         written.append(f"{out}: jobs.csv, episodes.csv, {'bounds.csv, ' * args.bounds}suite.csv, suite.md, "
-                       "manifest.json")
+                       "pressure.csv, manifest.json")
     if args.results_md is not None:
         page_path: Path = args.results_md
         command = shlex.join(getattr(args, "command_line", None) or ["frenzy", "evaluate", "--suite", suite.name])

@@ -8,7 +8,9 @@ lower bound of :mod:`frenzy_env.evaluation.bounds` when bounds were computed; GP
 and 99th percentile of the wall time of every decision. :func:`suite_markdown` prints it;
 :func:`results_section` and :func:`update_results_page` write it into a Markdown page with the date, the
 versions and the machine (:func:`machine_info`), one section per suite, keeping the page's text above
-:data:`GENERATED_MARKER` and the other suites' sections.
+:data:`GENERATED_MARKER` and the other suites' sections. :func:`queue_pressure` reads an episode's wait share
+(jobs that start over a minute after their submission) and busy fraction over the arrival window;
+:func:`pressure_note` puts FIFO's on a suite's workloads into the table's notes.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import pandas as pd
 
 from frenzy_env.errors import FrenzyError
 from frenzy_env.evaluation.episodes import CUT_NOTE, confidence_interval, cut_counts, format_ci, format_number
+from frenzy_env.workload.load import WAIT_S, busy_fraction, wait_share
 
 PAIR_KEYS = ("workload", "seed")
 """The columns that identify a workload of a suite: episodes with equal keys are paired across policies."""
@@ -104,6 +107,36 @@ def suite_table(
     return pd.DataFrame(rows)
 
 
+def queue_pressure(
+    jobs: pd.DataFrame, attempts: pd.DataFrame, num_gpus: int, *, wait_s: float = WAIT_S
+) -> tuple[float, float]:
+    """(wait share, busy fraction) of one episode: the share of its jobs not rejected that start more than
+    ``wait_s`` seconds (default one minute, :data:`~frenzy_env.workload.load.WAIT_S`) after their submission or
+    never start (:func:`~frenzy_env.workload.load.wait_share`), and the GPU-seconds its attempts hold inside the
+    arrival window over ``num_gpus`` times the window (:func:`~frenzy_env.workload.load.busy_fraction`).
+    ``jobs`` and ``attempts``: the episode's tables (:data:`~frenzy_env.evaluation.episodes.JOB_COLUMNS`,
+    :data:`~frenzy_env.evaluation.episodes.ATTEMPT_COLUMNS`)."""
+    rejected = jobs["rejected_reason"].fillna("").astype(str) != ""
+    kept = jobs[~rejected]
+    wait = wait_share(kept["submit_time_s"].to_numpy(float), kept["start_time_s"].to_numpy(float), wait_s)
+    busy = busy_fraction(jobs["submit_time_s"].to_numpy(float), attempts["start_time_s"].to_numpy(float),
+                         attempts["end_time_s"].to_numpy(float), attempts["num_gpus"].to_numpy(float), num_gpus)
+    return wait, busy
+
+
+def pressure_note(pressure: pd.DataFrame, policy: str = "fifo") -> str:
+    """One line on the pressure of a suite's workloads: the mean, smallest and largest over the workloads of
+    ``pressure``'s columns ``wait_frac`` and ``busy_frac`` (one row per workload, :func:`queue_pressure` of
+    ``policy``'s episode)."""
+    def spread(col: str) -> str:
+        v = pressure[col].to_numpy(float)
+        return f"{np.nanmean(v):.0%} ({np.nanmin(v):.0%} - {np.nanmax(v):.0%})"
+
+    return (f"Pressure under `{policy}` (mean over the {len(pressure)} workloads, smallest - largest): "
+            f"{spread('wait_frac')} of the jobs wait over {WAIT_S:g} s to start; the GPUs are busy "
+            f"{spread('busy_frac')} of the arrival window.")
+
+
 def format_ratio(value: float, low: float, high: float) -> str:
     """``0.91 (0.69 - 1.19)``: a ratio and its interval (the ratio alone without one)."""
     if not math.isfinite(value):
@@ -113,9 +146,12 @@ def format_ratio(value: float, low: float, high: float) -> str:
     return f"{format_number(value)} ({format_number(low)} - {format_number(high)})"
 
 
-def suite_markdown(table: pd.DataFrame, reference: str, description: str | None = None) -> str:
-    """The Markdown of a :func:`suite_table` with its notes (and ``description``, the suite's, above them); the
-    column of the bound ratio only when there are bounds."""
+def suite_markdown(
+    table: pd.DataFrame, reference: str, description: str | None = None, pressure: pd.DataFrame | None = None
+) -> str:
+    """The Markdown of a :func:`suite_table` with its notes (and ``description``, the suite's, above them, then
+    the :func:`pressure_note` of ``pressure`` when given); the column of the bound ratio only when there are
+    bounds."""
     bounds = bool(table["bound_ratio"].notna().any())
     cuts = "truncated" in table and bool((table["truncated"] > 0).any())
     head = ["policy", "n"] + ["truncated", "unfinished"] * cuts + ["avg JCT (h)", f"avg JCT / {reference}'s (paired)"]
@@ -146,6 +182,8 @@ def suite_markdown(table: pd.DataFrame, reference: str, description: str | None 
     ]
     if cuts:
         notes.append(CUT_NOTE + " The paired ratios leave out the workloads where a budget cut either episode.")
+    if pressure is not None and len(pressure):
+        notes.insert(0, pressure_note(pressure))
     if description:
         notes.insert(0, f"Workloads: {description}.")
     return "\n".join(lines) + "\n\n" + "\n\n".join(notes) + "\n"

@@ -15,7 +15,8 @@ order:
 - :mod:`~frenzy_env.workload.spec`: :class:`JobSpec` and :class:`Workload` (its work in iterations, and
   :meth:`Workload.from_csv`, a trace file as a workload);
 - :mod:`~frenzy_env.workload.load`: the offered load of a workload on a cluster (:func:`offered_load`,
-  speed- and memory-aware capacity; its definition is that module's docstring);
+  speed- and memory-aware capacity; its definition is that module's docstring) and the busy load (the share of
+  the GPUs a FIFO model keeps busy over the arrival window, the generators' ``load_mode="busy"``);
 - :mod:`~frenzy_env.workload.generators`: :class:`SyntheticGenerator`, :class:`TraceGenerator`,
   :class:`FixedGenerator`, :data:`WORKLOAD_PRESETS` and :func:`make_generator`.
 

@@ -29,7 +29,15 @@ from frenzy_env.workload.configs import (
     recorded_options,
     reference_iteration_time,
 )
-from frenzy_env.workload.load import cluster_seconds, offered_load
+from frenzy_env.workload.load import (
+    DEFAULT_LOAD_MODE,
+    busy_load_stretch,
+    busy_stretch,
+    check_load_mode,
+    cluster_seconds,
+    fifo_plans,
+    offered_load,
+)
 from frenzy_env.workload.spec import JobSpec, Workload, _trace_workload
 from frenzy_env.workload.traces import ITP_EXTRACT, data_path, read_trace_cached
 from frenzy_env.world.cluster import ClusterSpec, get_gpu_type
@@ -183,6 +191,13 @@ class SyntheticGenerator:
     spacings are normalised exponentials). The first job arrives at 0. (Counting every GPU as one of the reference type
     instead would make "0.7" about 1.2 on frenzy-testbed.)
 
+    ``load_mode`` (default ``"fluid"``: ``load`` is the offered load above; ``"busy"``: ``load`` is the share of the
+    cluster's GPUs that FIFO keeps busy over the arrival window, :mod:`~frenzy_env.workload.load`, "Busy load"): in
+    mode ``"busy"`` the arrival times above are multiplied by the factor
+    :func:`~frenzy_env.workload.load.busy_stretch` finds, every other draw unchanged; a load FIFO cannot reach
+    with these jobs raises :class:`~frenzy_env.errors.ConfigError`. A history (:meth:`history`) keeps the fluid
+    load's times.
+
     ``sizing="recorded"`` (the default, env v5's; ``"v4"`` is the rule above) sizes jobs like trace jobs under the
     rule of the same name (:mod:`~frenzy_env.workload.configs`): a job's GPU count is drawn from
     ``gpu_demand`` (``(count, weight)`` pairs of powers of two; default None: :data:`GPU_DEMAND_COUNTS`, the
@@ -210,10 +225,12 @@ class SyntheticGenerator:
     sizing: str = DEFAULT_SIZING
     efficiency: str = DEFAULT_EFFICIENCY
     gpu_demand: tuple[tuple[int, float], ...] | None = None
+    load_mode: str = DEFAULT_LOAD_MODE
 
     def __post_init__(self) -> None:
         check_sizing(self.sizing)
         check_efficiency(self.efficiency)
+        check_load_mode(self.load_mode)
         if self.gpu_demand is not None:
             object.__setattr__(self, "gpu_demand", _check_gpu_demand(self.gpu_demand, self.sizing))
         if int(self.num_jobs) != self.num_jobs or self.num_jobs < 1:
@@ -396,6 +413,18 @@ class SyntheticGenerator:
         if n > 1:
             gaps = gaps[:-1] * ((n - 1) / rate / float(gaps[:-1].sum()))  # window T = n / rate exactly
         submit = np.concatenate([[0.0], np.cumsum(gaps[: n - 1])])  # (n,)
+        busy = ""
+        if self.load_mode == "busy" and not history:  # a history is read for its jobs' work, not its times
+            gpus, run_s = fifo_plans(
+                [r[:4] for r in rows], iters, cluster, utilisation=self.utilisation, max_gpus=int(self.max_gpus),
+                efficiency=self.efficiency,
+            )
+            try:
+                stretch = busy_stretch(submit, gpus, run_s, cluster.type_capacity, self.load)
+            except ConfigError as exc:
+                raise ConfigError(f"{self.name}, seed {seed}: {exc}") from None
+            submit = submit * stretch
+            busy = f", load mode busy (the fluid load's arrival times x {stretch:.4g})"
         jobs = []
         for i, (m, b, s, g, _, gid) in enumerate(rows):
             jobs.append(
@@ -415,7 +444,7 @@ class SyntheticGenerator:
             f"{self.name}-history" if history else self.name,
             tuple(jobs),
             source=("history of " if history else "") + f"synthetic: seed {seed}, load {self.load}, cluster "
-            f"{cluster.name}, durations {self.duration_profile}" + (", sizing recorded" if recorded else ""),
+            f"{cluster.name}, durations {self.duration_profile}" + (", sizing recorded" if recorded else "") + busy,
         )
 
 
@@ -430,7 +459,11 @@ class TraceGenerator:
     assignment, so the factor is computed per seed and recorded in :attr:`Workload.source`). ``sizing``: the
     rule of the assigned fields, ``"recorded"`` (the default, env v5's) or ``"v4"``
     (:mod:`~frenzy_env.workload.configs`). ``efficiency``: the speed model under which the offered load is
-    computed (the simulator's: an env binds it to its own ``efficiency``).
+    computed (the simulator's: an env binds it to its own ``efficiency``). ``load_mode`` (default ``"fluid"``:
+    ``load`` is the offered load; ``"busy"``: the arrival times are stretched further, by
+    :func:`~frenzy_env.workload.load.busy_stretch`, until FIFO keeps a share ``load`` of the cluster's GPUs busy
+    over the arrival window, :mod:`~frenzy_env.workload.load`, "Busy load"; it needs a ``load``, and a load FIFO
+    cannot reach raises :class:`~frenzy_env.errors.ConfigError` naming the window).
     """
 
     path: str
@@ -447,10 +480,14 @@ class TraceGenerator:
     load: float | None = None
     sizing: str = DEFAULT_SIZING
     efficiency: str = DEFAULT_EFFICIENCY
+    load_mode: str = DEFAULT_LOAD_MODE
 
     def __post_init__(self) -> None:
         check_sizing(self.sizing)
         check_efficiency(self.efficiency)
+        check_load_mode(self.load_mode)
+        if self.load_mode == "busy" and self.load is None:
+            raise ConfigError("load_mode 'busy' needs a load: a TraceGenerator without one replays recorded times")
         if self.load is not None and not (isinstance(self.load, (int, float)) and self.load > 0):
             raise ConfigError(f"load must be a positive number or None, got {self.load!r}")
         if self.load is not None and self.cluster is None:
@@ -480,6 +517,19 @@ class TraceGenerator:
             raise ConfigError(f"{self.path}: cannot scale to load {self.load}: the offered load is {rho}")
         stretch = rho / float(self.load)  # times x stretch: the window grows by stretch, the load shrinks by it
         jobs = tuple(dataclasses.replace(j, submit_time=j.submit_time * stretch) for j in wl.jobs)
+        if self.load_mode == "busy":
+            try:
+                busy = busy_load_stretch(Workload(wl.name, jobs), cluster, float(self.load), efficiency=self.efficiency)
+            except ConfigError as exc:
+                raise ConfigError(f"{wl.name}, seed {seed}: {exc}") from None
+            stretch *= busy
+            jobs = tuple(dataclasses.replace(j, submit_time=j.submit_time * stretch) for j in wl.jobs)
+            return Workload(
+                wl.name,
+                jobs,
+                source=f"{wl.source}; arrival times x {stretch:.4g} (load_mode busy: FIFO keeps {self.load:g} of "
+                f"{cluster.name}'s GPUs busy over the arrival window; offered load {rho:.3g} -> {rho / stretch:.3g})",
+            )
         return Workload(
             wl.name,
             jobs,

@@ -16,8 +16,11 @@ registration to lie inside its split.
 Loads are offered loads of :mod:`frenzy_env.workload.load` on the suite's cluster: a synthetic workload is
 generated at its load (:class:`~frenzy_env.workload.SyntheticGenerator`), and a trace window's arrival times
 are stretched so that its offered load is exactly its load for the seed's model assignment
-(:class:`~frenzy_env.workload.TraceGenerator` with ``load``). Trace windows start at rows spread evenly over
-the trace (:func:`window_starts`), as the PPO trainer's validation and test windows do.
+(:class:`~frenzy_env.workload.TraceGenerator` with ``load``). A suite's ``load_mode`` (default ``"fluid"``: the
+offered load above; ``"busy"``: the share of the cluster's GPUs FIFO keeps busy over the arrival window,
+:mod:`frenzy_env.workload.load`, "Busy load") says which load its workloads are generated at. Trace windows
+start at rows spread evenly over the trace (:func:`window_starts`), as the PPO trainer's validation and test
+windows do.
 
 Traces come from the ``frenzy data`` cache (:func:`frenzy_env.workload.datasets.resolve`): :func:`missing_traces` names
 those not downloaded and :func:`suite_workloads` raises :class:`TracesNotCachedError`, one line naming the
@@ -93,7 +96,9 @@ class TracePart:
 @dataclass(frozen=True)
 class Suite:
     """A named benchmark suite (module docstring): ``kind`` ("quick", "test", ...) within the data split
-    ``split``, on preset ``cluster``; its name is ``{version}-{kind}``."""
+    ``split``, on preset ``cluster``; its name is ``{version}-{kind}``. ``load_mode`` (default ``"fluid"``: every
+    load is the offered load of :mod:`frenzy_env.workload.load`; ``"busy"``: the share of the cluster's GPUs FIFO
+    keeps busy over each workload's arrival window) is passed to every generator of the suite."""
 
     kind: str
     split: str
@@ -102,6 +107,7 @@ class Suite:
     traces: tuple[TracePart, ...] = ()
     cluster: str = "frenzy-testbed"
     version: str = ENV_VERSION
+    load_mode: str = "fluid"
 
     @property
     def name(self) -> str:
@@ -134,7 +140,8 @@ class Suite:
         for t in self.traces:
             parts.append(f"{len(t.indices)} window(s) of {t.trace} ({t.max_jobs} jobs, load {t.load:g}, "
                          f"seed {t.seed})")
-        return f"{self.name}: " + ", ".join(parts) + f" on {self.cluster}"
+        mode = "" if self.load_mode == "fluid" else f" (load mode {self.load_mode})"
+        return f"{self.name}: " + ", ".join(parts) + f" on {self.cluster}" + mode
 
 
 def check_suite(suite: Suite) -> None:
@@ -144,6 +151,9 @@ def check_suite(suite: Suite) -> None:
     split = SPLITS[suite.split]
     if suite.synthetic is None and not suite.traces:
         raise ConfigError(f"suite {suite.name!r} has no workloads")
+    from frenzy_env.workload.load import check_load_mode
+
+    check_load_mode(suite.load_mode, f"suite {suite.name!r}: load_mode")
     lo, hi = split.seeds
     if suite.synthetic is not None:
         s = suite.synthetic
@@ -285,7 +295,8 @@ def suite_workloads(suite: Suite, cache_dir: str | os.PathLike | None = None) ->
     out: list[SuiteWorkload] = []
     if suite.synthetic is not None:
         s = suite.synthetic
-        gen = SyntheticGenerator(num_jobs=s.num_jobs, load=s.load, cluster=cluster, name="synthetic")
+        gen = SyntheticGenerator(num_jobs=s.num_jobs, load=s.load, cluster=cluster, name="synthetic",
+                                 load_mode=suite.load_mode)
         out += [SuiteWorkload("synthetic", seed, gen, s.load, "synthetic") for seed in s.seeds]
     ref = cluster.reference_gpu_type
     for t in suite.traces:
@@ -298,6 +309,7 @@ def suite_workloads(suite: Suite, cache_dir: str | os.PathLike | None = None) ->
             gen = TraceGenerator(
                 str(path), format=fmt, start=float(submit[row]), max_jobs=t.max_jobs, name=name, cluster=cluster,
                 load=t.load, reference_gpu_type=ref, gpus_per_node=cluster.max_gpus_per_node(ref),
+                load_mode=suite.load_mode,
             )
             out.append(SuiteWorkload(name, t.seed, gen, t.load, t.trace))
     return out

@@ -161,7 +161,7 @@ def test_a_suite_refuses_a_folder_that_is_not_empty_and_overwrites_plain_evaluat
         capsys.readouterr().err)
     assert main([*argv, "--overwrite"]) == 0, capsys.readouterr().err
     written = names(out) - {"notes.txt", "mine"}
-    assert written == {"manifest.json", "jobs.csv", "episodes.csv", "suite.csv", "suite.md"}
+    assert written == {"manifest.json", "jobs.csv", "episodes.csv", "suite.csv", "suite.md", "pressure.csv"}
     assert all(owns(name, EVALUATE_FILES) for name in written)
     assert strict_json((out / "manifest.json").read_text())["suite"] == tiny.name
 

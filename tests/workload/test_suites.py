@@ -110,6 +110,11 @@ def test_a_tiny_suite_runs_paired_end_to_end_and_writes_a_results_page(tmp_path,
                       "--out", str(out_dir), "--results-md", str(page)], capsys)
     assert code == 0, out.err
     assert f"suite {TINY}: 3 workloads" in out.out and "avg JCT / srpt_est's (paired)" in out.out
+    # every suite reports FIFO's pressure: one fifo episode per workload, its wait share and busy fraction
+    assert "Pressure under `fifo` (mean over the 3 workloads" in out.out
+    pressure = pd.read_csv(out_dir / "pressure.csv")
+    assert list(pressure.columns) == ["workload", "seed", "wait_frac", "busy_frac"] and len(pressure) == 3
+    assert pressure[["wait_frac", "busy_frac"]].apply(lambda c: c.between(0, 1)).all().all()
     episodes = pd.read_csv(out_dir / "episodes.csv")
     start = suites.window_starts(12, 5, 2)[1]
     assert set(zip(episodes["workload"], episodes["seed"])) == {
