@@ -163,7 +163,12 @@ class FrenzyEnv(gym.Env):
     after its last start or resize, 60 s being Pollux's and Sia's reallocation period) and
     ``one_action_per_instant`` (default False: any number of actions on a job at one instant; True: at most one
     start, resize or preemption of a job per simulated instant, so with it at most the jobs present plus one
-    steps pass before the clock moves): the masks show both rules, and the spaces are the same under them).
+    steps pass before the clock moves): the masks show both rules, and the spaces are the same under them);
+    ``stop_mode`` (default "v5": a preemption frees the GPUs at once, keeps all progress and charges its save to
+    the next start; "save_first": it holds the GPUs while it saves, then frees them; "kill": it frees them at once
+    and, like a resize, restarts from the last periodic checkpoint) with ``checkpoint_interval`` (default None:
+    no stop loses work; seconds of run between periodic checkpoints, 1800 recommended, needed by "kill"; both
+    in :class:`SimConfig`).
     Unknown keywords raise :class:`ConfigError`. Window sizes: on the shipped ITP week under Frenzy more than 64
     jobs wait at 2% of decisions and more than 64 run at none (at 32 and 16 slots: 8.5% and 76%).
 

@@ -24,6 +24,8 @@ World model
   ``restart_seconds(job, p)`` seconds (``restart_overhead``, writing the checkpoint, then the start-up on the
   new plan). A job still starting up cannot be resized (so a policy cannot
   keep a job restarting forever within one instant). ``preempt(job)`` checkpoints it back to the queue.
+  How a preemption or a resize stops the job -- frees its GPUs at once (v5), saves on them first, or kills it
+  back to its last periodic checkpoint -- is :class:`SimConfig`'s ``stop_mode`` and ``checkpoint_interval``.
 * Jobs that fit nowhere (under the predictor) are rejected at arrival with a reason and counted.
 * :meth:`ClusterSimulator.advance` moves time to the next event (finish, OOM, arrival) and processes every
   event due then.

@@ -23,6 +23,11 @@ PREDICTORS = ("frenzy", "extended", "oracle")
 MEMORY_TRUTHS = ("estimate", "residual", "published")
 WORK_INFO = ("exact", "noisy", "none")
 LAYOUTS = ("predictor", "no_accumulation")  # SimConfig.layouts: which layout a (GPU type, count) plan slot runs
+#: SimConfig.stop_mode: how a preemption (and a resize) stops a running job
+STOP_MODES = ("v5", "save_first", "kill")
+#: the recommended SimConfig.checkpoint_interval, seconds: Check-N-Run's default interval (Eisenman et al.,
+#: NSDI'22: "a default checkpoint interval of 30 minutes" for Meta's production training)
+RECOMMENDED_CHECKPOINT_INTERVAL = 1800.0
 
 
 @dataclass(frozen=True)
@@ -76,7 +81,12 @@ class SimConfig:
       30 secs or even more" (pytorch/elastic issue #99); of it NCCL initialisation and the first barrier
       take 9-18 s on one 8xH100 node (NVIDIA/nccl issue #534, NCCL 2.22 / 2.19). MegaScale (Jiang et al.,
       NSDI'24) measured 1047 s of communicator initialisation for 2048 GPUs before its fix (under 5 s
-      after): this project's jobs (<= 64 GPUs) stay in the tens of seconds.
+      after): this project's jobs (<= 64 GPUs) stay in the tens of seconds. Pollux's simulator charges the
+      same 30 s for every reallocation, its GPUs held meanwhile (``rescale_time = 30`` in ``Job.reallocate``,
+      petuum/adaptdl ``simulator/simulator.py``), with no size term: for the models here the size term adds
+      6 s (1.3B, one node) to 42 s (70B, 8 nodes). These are the low end of what elastic systems report (tens
+      of seconds to minutes: Sia, ElasticFlow, Varuna and Oobleck, whose figures are not checked here), so
+      ``docs/world.md`` gives the policies' JCT and restarts at 5x these costs beside 1x.
     * ``restart_overhead`` = 10 s: Capes et al. (arXiv 1908.08082) measured about 10 s to stop a
       ring-allreduce job on top of its start.
     * ``checkpoint_bandwidth`` = ``load_bandwidth`` = 2.5e9 B/s (20 Gbit/s) per node: Gemini (Wang et al.,
@@ -147,6 +157,35 @@ class SimConfig:
         job back in the queue at the instant it was acted on (preempted, or out of memory at once with
         ``oom_delay=0``) gets a wake-up 1 s later (:data:`~frenzy_env.simulator.core.MIN_WAKEUP_INTERVAL`), the
         first instant at which it may start again.
+    checkpoint_interval: seconds of a job's run between its periodic checkpoints, or ``None`` (the default: env
+        v5's dynamics, in which no stop loses work). Within each attempt the checkpoints fall at ``progress_from
+        + k x checkpoint_interval`` (k = 1, 2, ...; ``progress_from`` is the attempt's first iteration): every
+        attempt begins from a checkpoint, the one its start loaded. A stop without a save (``stop_mode="kill"``)
+        at time t keeps ``done_base + floor((t - progress_from) / checkpoint_interval) x checkpoint_interval x
+        rate`` iterations, the progress of the attempt's last periodic checkpoint, and loses the rest (the
+        ``rolled_back_gpu_hours`` metric counts the GPU time of the lost run). Periodic checkpoints cost no run
+        time: they are asynchronous (a snapshot to host memory, written out while training goes on: CheckFreq,
+        Mohan et al., FAST'21; Gemini, Wang et al., SOSP'23; MegaScale, Jiang et al., NSDI'24) -- an ASSUMPTION
+        that under-charges synchronous writers. It matters only where a stop does not save: no failure is
+        modelled and an out-of-memory attempt makes no progress, so with ``stop_mode`` "v5" or "save_first" it
+        changes nothing. The recommended value is :data:`RECOMMENDED_CHECKPOINT_INTERVAL` = 1800 s: Check-N-Run
+        (Eisenman et al., NSDI'22) checkpoints Meta's production training every 30 minutes by default; CheckFreq
+        and Gemini report that LLM training checkpoints every tens of minutes to hours, since each synchronous
+        write stalls training.
+    stop_mode: how a preemption and a resize stop a running job. "v5" (the default, env v5's dynamics): a
+        preemption frees the GPUs at once and keeps all the progress, and what a resize pays for stopping
+        (``restart_overhead`` + writing the checkpoint) is added to the start-up of the job's next start
+        (``resume_extra``); a resize pays ``restart_overhead`` + the write + the start-up on the new plan, holding
+        the new plan's GPUs throughout. "save_first": a preemption keeps the job's GPUs while it stops and writes
+        its checkpoint (``restart_overhead`` + the write, on its current plan; ``saving_until[job]``), then frees
+        them and puts the job back in the queue with all its progress; its next start pays only its start-up. A
+        resize is v5's, which already pays the save on GPUs the job holds (the new plan's: which GPUs wait is the
+        one simplification). "kill" (needs ``checkpoint_interval``): a preemption frees the GPUs at once and the
+        job keeps the progress of its last periodic checkpoint; a resize kills the workers too (restart on the new
+        plan after its start-up only: no ``restart_overhead``, no write) from that checkpoint. This is
+        torchrun's elastic restart: "when any number of workers fail we restart all the workers ... so you will
+        lose progress up to the most recent checkpoint", and a membership change (a scale-up or -down) stops
+        all workers the same way (PyTorch documentation, torch.distributed.elastic, "Train script").
     """
 
     predictor: str = "extended"
@@ -168,6 +207,8 @@ class SimConfig:
     layouts: str = "no_accumulation"
     resize_cooldown: float | None = None
     one_action_per_instant: bool = False
+    checkpoint_interval: float | None = None
+    stop_mode: str = "v5"
 
     def __post_init__(self) -> None:
         if self.predictor not in PREDICTORS:
@@ -218,6 +259,19 @@ class SimConfig:
             raise ConfigError(f"resize_cooldown must be None or a finite number of seconds >= 0, got {c!r}")
         if not isinstance(self.one_action_per_instant, (bool, np.bool_)):
             raise ConfigError(f"one_action_per_instant must be True or False, got {self.one_action_per_instant!r}")
+        c = self.checkpoint_interval
+        if c is not None and (
+            isinstance(c, (bool, np.bool_)) or not isinstance(c, (int, float, np.integer, np.floating))
+            or not (math.isfinite(c) and c > 0)
+        ):
+            raise ConfigError(f"checkpoint_interval must be None or a finite number of seconds > 0, got {c!r}")
+        if self.stop_mode not in STOP_MODES:
+            raise ConfigError(f"stop_mode must be one of {', '.join(STOP_MODES)}, got {self.stop_mode!r}")
+        if self.stop_mode == "kill" and c is None:
+            raise ConfigError(
+                "stop_mode 'kill' needs a checkpoint_interval (the progress a killed job keeps), got "
+                "checkpoint_interval=None"
+            )
 
     @classmethod
     def from_dict(cls, values: dict) -> SimConfig:
@@ -232,12 +286,16 @@ class SimConfig:
 def start_up_costs(params: np.ndarray, nodes: np.ndarray, cfg: SimConfig) -> tuple[np.ndarray, np.ndarray]:
     """The start-up cost model of :class:`SimConfig` as tables: ``params`` (K,) model parameters per job
     configuration, ``nodes`` (P,) nodes each plan spans. Returns ``(start, save)``, both (K, P) seconds:
-    ``start[k, p]`` from a start on plan p to the first iteration, ``save[k, p]`` the extra seconds a resize
-    away from plan p costs (``restart_overhead`` + writing the checkpoint)."""
+    ``start[k, p]`` from a start on plan p to the first iteration, ``save[k, p]`` the seconds a stop of a job
+    running on plan p costs (``restart_overhead`` + writing the checkpoint; 0 under ``stop_mode="kill"``, which
+    neither stops the workers gracefully nor writes), the extra seconds of a resize away from plan p."""
     states = CHECKPOINT_BYTES_PER_PARAM * np.asarray(params, dtype=np.float64)[:, None]  # (K, 1) bytes
     nodes = np.asarray(nodes, dtype=np.float64)[None, :]  # (1, P)
     start = cfg.startup_time + states / (cfg.load_bandwidth * nodes)
-    save = cfg.restart_overhead + states / (cfg.checkpoint_bandwidth * nodes)
+    if cfg.stop_mode == "kill":
+        save = np.zeros_like(start)
+    else:
+        save = cfg.restart_overhead + states / (cfg.checkpoint_bandwidth * nodes)
     return start, save
 
 
@@ -275,3 +333,5 @@ class AttemptRecord:
     progress_from: float  # first iteration (after start-up and any restart overhead)
     end_time: float = math.nan  # GPUs released (nan while running)
     outcome: str = "running"  # "finished", "oom", "resized", "preempted" or "running"
+    saving_from: float = math.nan  # stop_mode "save_first": the preemption; its GPUs are held until end_time
+    rolled_back_s: float = 0.0  # stop_mode "kill": seconds of run since the last periodic checkpoint, lost

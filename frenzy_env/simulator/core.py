@@ -32,8 +32,9 @@ from frenzy_env.world.cluster import ClusterSpec
 from frenzy_env.world.placement import place
 from frenzy_env.world.throughput import iteration_time
 
-# event kinds, processed in this order at equal times: finishes, OOM failures, then wake-ups
-_FINISH, _OOM, _WAKE = 0, 1, 2
+# event kinds, processed in this order at equal times: finishes, OOM failures, wake-ups, then the ends of the
+# saves of preempted jobs (SimConfig.stop_mode "save_first")
+_FINISH, _OOM, _WAKE, _RELEASE = 0, 1, 2, 3
 MIN_WAKEUP_INTERVAL = 1.0  # seconds: a wake-up is never sooner than this after the time it was asked at
 MAX_WAKEUPS_PER_INSTANT = 16  # wake-ups accepted at one simulated instant; later requests are refused
 
@@ -89,6 +90,10 @@ class ClusterSimulator(_MaskLayer):
         self._cooldown = float(self.config.resize_cooldown or 0.0)  # seconds
         self._one_action = bool(self.config.one_action_per_instant)
         self._paced = self._cooldown > 0 or self._one_action  # either rule is on
+        # how a preemption or a resize stops a job (SimConfig.stop_mode, checkpoint_interval)
+        self._save_first = self.config.stop_mode == "save_first"
+        self._kill = self.config.stop_mode == "kill"
+        self._ckpt = self.config.checkpoint_interval
         vars(self).update(self.plan_table.fields())  # its fields as attributes: one look-up on the hot path
         self._spread_iter_time: dict[tuple[int, int, int], float] = {}  # (row, plan, nodes) -> s/iteration
         self._resize_rows: dict[tuple[int, int], np.ndarray] = {}  # (row key, plan) -> (3P,) see _resize_row
@@ -137,6 +142,10 @@ class ClusterSimulator(_MaskLayer):
         # (J,) time of each job's last start, resize or preemption (-inf before its first): what the rules of
         # SimConfig.resize_cooldown and one_action_per_instant read (resize_ready, the masks, the actions)
         self.last_action = np.full(n, -math.inf)
+        # (J,) stop_mode "save_first": when a preempted job that is saving frees its GPUs and returns to the queue
+        # (nan for every other job); it stays RUNNING, makes no progress and may not be resized or preempted
+        self.saving_until = np.full(n, math.nan)
+        self.rolled_back_gpu_seconds = 0.0  # stop_mode "kill": GPU-seconds of run lost to stops without a save
         # change counters: views built on the queue / the running set can tell when to rebuild
         self.queue_version = 0
         self.running_version = 0  # any start, resize or stop
@@ -289,8 +298,10 @@ class ClusterSimulator(_MaskLayer):
 
     def resize(self, job: int, plan: int) -> bool:
         """Restart running ``job`` on another plan slot, paying the restart overhead. False if illegal: during its
-        start-up, and with the pacing rules within ``resize_cooldown`` of its last start or resize or when acted
-        on at this instant (:meth:`resize_ready`)."""
+        start-up (or its save, ``stop_mode="save_first"``), and with the pacing rules within ``resize_cooldown``
+        of its last start or resize or when acted on at this instant (:meth:`resize_ready`). Under
+        ``stop_mode="kill"`` the job restarts from its last periodic checkpoint, paying only the start-up on
+        ``plan`` (:class:`SimConfig`)."""
         run = self.running.get(job)
         if run is None or not (0 <= plan < self.num_plans) or plan == run.plan or run.progress_from > self.now:
             return False
@@ -307,7 +318,7 @@ class ClusterSimulator(_MaskLayer):
         # _stop then _launch, the job keeping its slot: the same state, with fewer steps in between
         now = self.now
         self.running_version += 1  # (the job keeps its place in ``running``: _launch replaces its entry)
-        done = min(float(self.work[job]), run.done_base + max(0.0, now - run.progress_from) * run.rate)
+        done = self._kept(job, run)
         self.state._move(job, *placed)
         held = self._plan_count_l[run.plan]
         rec = self.records[job]
@@ -321,14 +332,34 @@ class ClusterSimulator(_MaskLayer):
         self._launch(job, plan, placed, done, extra, int(self._slot_of[job]))
         return True
 
-    def preempt(self, job: int) -> bool:
-        """Checkpoint running ``job`` and put it back in the queue (keeps its progress). False if illegal.
+    def _kept(self, job: int, run: _Running) -> float:
+        """Iterations a stop of running ``job`` (attempt ``run``) keeps now: all its progress, or under
+        ``stop_mode="kill"`` that of the attempt's last periodic checkpoint (``SimConfig.checkpoint_interval``),
+        the lost run counted in the attempt's ``rolled_back_s`` and ``rolled_back_gpu_seconds``."""
+        ran = max(0.0, self.now - run.progress_from)  # seconds of run of this attempt
+        if self._kill and run.rate > 0.0:
+            saved = math.floor(ran / self._ckpt + 1e-9) * self._ckpt  # run seconds at the last checkpoint
+            lost = max(0.0, ran - saved)
+            if lost > 0.0:
+                self._attempt_of[job].rolled_back_s = lost
+                self.rolled_back_gpu_seconds += self._plan_count_l[run.plan] * lost
+            ran = min(ran, saved)
+        return min(float(self.work[job]), run.done_base + ran * run.rate)
 
-        Its GPUs are free at once; what a resize pays for stopping the job (``restart_overhead`` + writing
-        the checkpoint on its current plan) is added to the start-up of its next start
-        (:meth:`startup_seconds` + ``resume_extra[job]``), so a preemption and the later restart together
-        cost the job what a resize does. (The checkpoint write is charged to the job's time, not to the
-        GPUs it frees: they are free for others at once.) With ``resize_cooldown`` or ``one_action_per_instant``
+    def preempt(self, job: int) -> bool:
+        """Checkpoint running ``job`` and put it back in the queue (keeps its progress). False if illegal (also
+        for a job already saving under ``stop_mode="save_first"``).
+
+        Under ``stop_mode="v5"`` (the default) its GPUs are free at once; what a resize pays for stopping the
+        job (``restart_overhead`` + writing the checkpoint on its current plan) is added to the start-up of its
+        next start (:meth:`startup_seconds` + ``resume_extra[job]``), so a preemption and the later restart
+        together cost the job what a resize does. (The checkpoint write is charged to the job's time, not to the
+        GPUs it frees: they are free for others at once.) Under ``"save_first"`` the job keeps its GPUs, making
+        no progress, for those seconds (``saving_until[job]``; it stays RUNNING, neither resizable nor
+        preemptible), then frees them and returns to the queue, and its next start pays only its start-up; a
+        save of 0 s returns it at once. Under ``"kill"`` its GPUs are free at once and it keeps the progress of
+        its last periodic checkpoint; its next start pays only its start-up. With ``resize_cooldown`` or
+        ``one_action_per_instant``
         set, illegal where a resize would be for those rules (:meth:`resize_ready`; the start-up itself is the
         environment's rule, its mask's). With ``one_action_per_instant`` the job may not start again before the
         clock moves, so a preemption (as an out-of-memory failure at the instant of the job's start) sets a
@@ -337,16 +368,48 @@ class ClusterSimulator(_MaskLayer):
         policy (else the clock would move on only at the next finish, OOM or arrival, however far, or, with
         nothing else pending, not at all)."""
         run = self.running.get(job)
-        if run is None or (self._paced and not self._rested(job)):
+        if run is None or (self._paced and not self._rested(job)) or self.saving_until[job] >= self.now:
             return False
         self.last_action[job] = self.now
-        self.resume_extra[job] = self._row_save_l[self._row_key_l[job]][run.plan]
-        self.done_iters[job] = self._stop(job, "preempted")
+        save = self._row_save_l[self._row_key_l[job]][run.plan]  # restart_overhead + the write (0 under kill)
         self.restarts += 1
         self.records[job].restarts += 1
         self.restart_count[job] += 1
+        if self._save_first and save > 0.0:
+            self._begin_save(job, run, save)
+            return True
+        if self._save_first:
+            save = 0.0
+        done = self._kept(job, run)  # (before _stop closes the attempt)
+        self.resume_extra[job] = save
+        self._stop(job, "preempted")
+        self.done_iters[job] = done
         self._requeue(job)
         return True
+
+    def _begin_save(self, job: int, run: _Running, save: float) -> None:
+        """``stop_mode="save_first"``: preempted ``job`` keeps its GPUs, without progress, for ``save`` seconds
+        (a new version of its attempt whose start-up ends then, so no resize or preemption is legal meanwhile);
+        a release event then frees them (:meth:`_release`)."""
+        now = self.now
+        done = min(float(self.work[job]), run.done_base + max(0.0, now - run.progress_from) * run.rate)
+        self._seq += 1
+        run.version = self._seq  # its finish or OOM event is stale from now
+        run.done_base, run.progress_from, run.rate = done, now + save, 0.0
+        floats = self.run_floats
+        floats[job, 0], floats[job, 1], floats[job, 2] = done, now + save, 0.0
+        self._slot_pf[self._slot_of[job]] = now + save  # (the masks read it: not ready before the save ends)
+        self.run_version[job] = run.version
+        self.running_version += 1
+        self.saving_until[job] = now + save
+        self._attempt_of[job].saving_from = now
+        self._push(now + save, _RELEASE, job, run.version)
+
+    def _release(self, job: int) -> None:
+        """The save of a preempted job ends: free its GPUs and put it back in the queue with its progress."""
+        self.saving_until[job] = math.nan
+        self.done_iters[job] = self._stop(job, "preempted")  # (rate 0: the progress at the preemption)
+        self._requeue(job)
 
     def advance(self) -> float:
         """Move to the next event time and process every event due then; returns the time elapsed."""
@@ -380,8 +443,10 @@ class ClusterSimulator(_MaskLayer):
                 continue  # stale: the job was resized or preempted since
             if kind == _FINISH:
                 self._finish(job)
-            else:
+            elif kind == _OOM:
                 self._oom(job)
+            else:
+                self._release(job)
         self._arrive_due()
         return dt
 
@@ -632,12 +697,20 @@ class ClusterSimulator(_MaskLayer):
             assert (self.state.allocation(job) == run.counts).all(), f"job {job} allocation drifted"
         assert (self.done_iters <= self.work + 1e-9).all(), "work done exceeds work asked"
         assert self._attempt_of.keys() == self.running.keys(), "open attempts and running jobs disagree"
+        saving = np.flatnonzero(~np.isnan(self.saving_until))
+        for job in saving.tolist():  # stop_mode "save_first": a saving job holds its GPUs without progress
+            run = self.running.get(job)
+            assert run is not None and run.rate == 0.0 and run.progress_from == self.saving_until[job], (
+                f"job {job} saving without holding its GPUs or while progressing"
+            )
 
     def metrics(self) -> dict[str, float]:
         """Episode metrics computed from the per-job records; each name ends in its unit (``_h`` hours,
         ``_frac`` a fraction in [0, 1]; ``gpu_hours`` GPU-hours, all attempts; ``lost_gpu_hours`` GPU-hours of the
         attempts that failed with out-of-memory, included in ``gpu_hours``; ``overhead_gpu_hours`` GPU-hours of the
-        other attempts before their first iteration (start-up, checkpoint write and load), also included; the
+        other attempts before their first iteration (start-up, checkpoint write and load) and, under
+        ``stop_mode="save_first"``, while a preempted job saves, also included; under ``stop_mode="kill"``,
+        ``rolled_back_gpu_hours``: GPU-hours of run lost to stops without a save, included in ``gpu_hours``; the
         others are counts)."""
         fin = [r for r in self.records if not math.isnan(r.finish_time)]
         jct = np.array([r.finish_time - r.submit_time for r in fin]) if fin else np.zeros(0)
@@ -652,7 +725,9 @@ class ClusterSimulator(_MaskLayer):
             if a.outcome != "oom":
                 end = self.now if a.outcome == "running" else a.end_time
                 overhead += a.num_gpus * max(0.0, min(end, a.progress_from) - a.start_time)
-        return {
+                if a.saving_from == a.saving_from:  # (not nan) a save_first preemption's save, after any start-up
+                    overhead += a.num_gpus * max(0.0, end - max(a.saving_from, a.progress_from))
+        out = {
             "jobs": float(self.num_jobs),
             "finished": float(self.finished),
             "rejected": float(self.rejected),
@@ -666,6 +741,9 @@ class ClusterSimulator(_MaskLayer):
             "overhead_gpu_hours": overhead / 3600.0,
             "restarts": float(self.restarts),
         }
+        if self._kill:
+            out["rolled_back_gpu_hours"] = self.rolled_back_gpu_seconds / 3600.0
+        return out
 
     def utilisation_timeline(self) -> tuple[np.ndarray, np.ndarray]:
         """(times, busy GPUs) change points."""

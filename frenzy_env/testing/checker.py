@@ -7,9 +7,11 @@ transitions, every job finished exactly once or rejected with a reason, time nev
 above work asked, an illegal action changing nothing, and at the end of an episode the metrics agreeing with the
 per-job records; with ``SimConfig.resize_cooldown`` or ``one_action_per_instant`` set, the pacing rules over the
 attempt log: no resize or preemption within the cooldown of the job's last start or resize, no job acted on twice
-at one instant), independently of the simulator's own ``check_invariants`` (which it also calls). Every failure
-raises :class:`InvariantViolation`. The fuzzer (:mod:`frenzy_env.testing.fuzzing`, ``scripts/fuzz.py``) and the
-property tests drive it.
+at one instant; with ``SimConfig.stop_mode`` "save_first" or "kill", the stops over the attempt log: a preempted
+job held its GPUs for exactly its save, a killed one lost less than one checkpoint interval of run, and
+progress goes back only by such a kill or an out-of-memory failure), independently of the simulator's own
+``check_invariants`` (which it also calls). Every failure raises :class:`InvariantViolation`. The fuzzer
+(:mod:`frenzy_env.testing.fuzzing`, ``scripts/fuzz.py``) and the property tests drive it.
 """
 
 from __future__ import annotations
@@ -93,6 +95,11 @@ class InvariantChecker:
         self._prev_progress = self._progress()
         self._ooms = np.array([r.oom_failures for r in sim.records])  # per job, as of the last check
         self._ooms_full = self._ooms.copy()
+        self._restarts = np.array([r.restarts for r in sim.records])  # per job, as of the last check
+        self._prev_rate = self._rates()  # (J,) iterations per second of the running jobs at the last check
+        self._stops_read = 0  # stop_mode: attempts read so far, and the open ones (see _check_stops)
+        self._index_of_id = {r.job_id: i for i, r in enumerate(sim.records)}  # an attempt's job_id -> job index
+        self._open_stops: list[Any] = []
         self._invalid = 0
         self._steps = 0
         self._job = -1
@@ -189,7 +196,11 @@ class InvariantChecker:
             _require(
                 sim.records[j].restarts == self._restarts_before + 1, f"preemption of job {j} not counted as a restart"
             )
-            _require(sim.status[j] == QUEUED, f"job {j} not back in the queue after a legal preemption")
+            saving = sim.status[j] == RUNNING and sim.saving_until[j] > sim.now  # (stop_mode "save_first")
+            _require(
+                sim.status[j] == QUEUED or saving,
+                f"job {j} not back in the queue (nor saving) after a legal preemption",
+            )
         _require(terminated == sim.done, f"terminated={terminated} but sim.done={sim.done}")
         end = terminated or truncated
         self._check_transitions()
@@ -212,9 +223,17 @@ class InvariantChecker:
             "running set": list(sim.running),
             "status": sim.status.copy(),
             "work done": sim.done_iters.copy(),
+            "saves": np.nan_to_num(sim.saving_until, nan=-1.0),
             "next event": sim.next_event_time(),
             "next arrival": sim._next_arrival,
         }
+
+    def _rates(self) -> np.ndarray:
+        sim = self.sim
+        rate = np.zeros(sim.num_jobs)
+        for j, run in sim.running.items():
+            rate[j] = run.rate
+        return rate
 
     def _progress(self) -> np.ndarray:
         sim = self.sim
@@ -296,6 +315,8 @@ class InvariantChecker:
         _require(sim.done == (sim.finished + sim.rejected == n_jobs), "done flag")
         if sim.config.resize_cooldown or sim.config.one_action_per_instant:
             self._check_pacing()
+        if sim.config.stop_mode != "v5":
+            self._check_stops()
         if full:
             self._check_records()
 
@@ -328,21 +349,68 @@ class InvariantChecker:
         self._attempts_read = len(attempts)
         self._open_attempts = still_open
 
+    def _check_stops(self) -> None:
+        """The stops of ``stop_mode`` "save_first" and "kill", from the attempt log: a job saving holds its GPUs
+        without progress until ``saving_until``; an attempt that ended by a save_first preemption held its GPUs
+        from the preemption (``saving_from``) for exactly the save of its plan (``config_save_s``: the stop
+        overhead and the checkpoint write); one that ended by a kill (a preemption or resize under "kill") lost
+        ``rolled_back_s`` in [0, checkpoint_interval) seconds of run, and no other attempt lost any."""
+        sim = self.sim
+        now = sim.now
+        saving = np.flatnonzero(np.isfinite(sim.saving_until))
+        _require((sim.status[saving] == RUNNING).all(), "a job saves without holding its GPUs")
+        _require((sim.saving_until[saving] > now).all(), "a save ended without freeing the job's GPUs")
+        for j in saving.tolist():
+            run = sim.running[j]
+            _require(run.rate == 0.0 and run.progress_from == sim.saving_until[j], f"job {j} progresses while saving")
+        still_open = []
+        for a in [*self._open_stops, *sim.attempts[self._stops_read :]]:
+            if a.outcome == "running":
+                still_open.append(a)
+                continue
+            kill = sim.config.stop_mode == "kill" and a.outcome in ("preempted", "resized")
+            interval = sim.config.checkpoint_interval
+            plan = sim.plan_index(a.gpu_type, a.num_gpus)
+            job = self._index_of_id[a.job_id]
+            _require(
+                a.rolled_back_s == 0.0 or (kill and 0.0 < a.rolled_back_s < interval * (1 + REL)),
+                f"job {a.job_id}'s attempt ending {a.outcome!r} at {a.end_time} lost {a.rolled_back_s} s of run",
+            )
+            if kill and sim.true_ok[job, plan]:  # (an attempt that does not fit makes no progress to lose)
+                ran = max(0.0, a.end_time - a.progress_from)
+                _require(
+                    _close(a.rolled_back_s, ran - math.floor(ran / interval + 1e-9) * interval),
+                    f"job {a.job_id} killed after {ran} s of run lost {a.rolled_back_s} s, not the run since its "
+                    f"last checkpoint (every {interval} s)",
+                )
+            if a.saving_from == a.saving_from:  # (not nan) a save_first preemption
+                _require(a.outcome == "preempted", f"job {a.job_id}: a save that did not end in a preemption")
+                save = float(sim.config_save_s[sim.config_row[job], plan])
+                _require(
+                    _close(a.end_time - a.saving_from, save),
+                    f"job {a.job_id} held its GPUs {a.end_time - a.saving_from} s after its preemption, not its "
+                    f"save of {save} s",
+                )
+        self._stops_read = len(sim.attempts)
+        self._open_stops = still_open
+
     def _pacing_end(self, attempt: Any, cooldown: float, one: bool) -> None:
         """The pacing rules at the end of ``attempt`` (see :meth:`_check_pacing`)."""
         if attempt.outcome not in ("resized", "preempted"):
             return
+        # the action's time: the end, or a save_first preemption's own time (its GPUs are freed after its save)
+        acted = attempt.end_time if attempt.saving_from != attempt.saving_from else attempt.saving_from
         _require(
-            attempt.start_time + cooldown <= attempt.end_time,
-            f"job {attempt.job_id} {attempt.outcome} at {attempt.end_time}, within the {cooldown} s cooldown of its "
+            attempt.start_time + cooldown <= acted,
+            f"job {attempt.job_id} {attempt.outcome} at {acted}, within the {cooldown} s cooldown of its "
             f"start or resize at {attempt.start_time}",
         )
         if attempt.outcome == "preempted":
             _require(
-                not one or attempt.end_time > attempt.start_time,
-                f"job {attempt.job_id} acted on twice at {attempt.end_time} (preempted at the instant it started)",
+                not one or acted > attempt.start_time,
+                f"job {attempt.job_id} acted on twice at {acted} (preempted at the instant it started)",
             )
-            self._acted[attempt.job_id] = attempt.end_time
+            self._acted[attempt.job_id] = acted
 
     def _check_records(self) -> None:
         """Every per-job record against the status arrays (O(jobs) Python: not every step in the fuzzer)."""
@@ -385,16 +453,29 @@ class InvariantChecker:
             if b == DONE:
                 _require(np.isnan(self._finish[j]), f"job {j} finished twice")
                 self._finish[j] = sim.records[j].finish_time
-        # an out-of-memory failure loses the attempt's progress; nothing else may lose progress
+        # an out-of-memory failure loses the attempt's progress, and under stop_mode "kill" a preemption or resize
+        # at most one checkpoint interval of run; nothing else may lose progress
         prog = self._progress()
         lost = np.flatnonzero(prog < self._prev_progress * (1 - REL) - REL)
+        kill = sim.config.stop_mode == "kill"
         for j in lost:
-            _require(sim.records[j].oom_failures > self._ooms[j], f"progress of job {j} went back")
+            if sim.records[j].oom_failures > self._ooms[j]:
+                continue
+            killed = kill and sim.records[j].restarts > self._restarts[j]
+            _require(killed, f"progress of job {j} went back")
+            bound = sim.config.checkpoint_interval * self._prev_rate[j]
+            _require(
+                self._prev_progress[j] - prog[j] <= bound * (1 + 1e-6) + REL,
+                f"job {j} killed lost {self._prev_progress[j] - prog[j]} iterations, more than one checkpoint "
+                f"interval of run ({bound})",
+            )
         touched = set(changed.tolist()) | set(lost.tolist()) | set(sim.running) | {self._job}
         touched.discard(-1)
         for j in touched:
             self._ooms[j] = sim.records[j].oom_failures
+            self._restarts[j] = sim.records[j].restarts
         self._prev_now, self._prev_status, self._prev_progress = now, st.copy(), prog
+        self._prev_rate = self._rates()
 
     def _check_obs(self, obs: dict, info: dict, truncated: bool = False) -> None:
         env, sim = self.env, self.sim

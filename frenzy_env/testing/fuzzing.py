@@ -64,9 +64,11 @@ BUDGETS = ("none", "max_steps", "max_sim_hours", "both")  # which budgets an epi
 MAX_SIM_HOURS_RANGE = (0.01, 100.0)  # max_sim_hours is drawn log-uniformly in it
 STALL_EPISODES = 200  # the run stops after this many episodes in a row that play no step
 
-OPTION_STREAM = 6  #: the key of a random instance's own stream of world and pacing options
+OPTION_STREAM = 6  #: the key of a random instance's own stream of world, pacing and stop options
 MEMORY_TRUTHS = ("residual", "estimate", "published")  #: the memory truths a random instance draws from
 EFFICIENCIES = ("microbatch", "flat", "per_type")  #: the efficiency models a random instance draws from
+STOP_MODES = ("v5", "save_first", "kill")  #: the stop modes a random instance draws from
+CHECKPOINT_INTERVALS = (None, 60.0, 1800.0)  #: its checkpoint intervals (None becomes 60 s under "kill")
 
 SMALL_MODELS = ("gpt2", "gpt2-medium", "bert-large", "gpt2-large")
 MEDIUM_MODELS = ("gpt2-xl", "llama-7b")
@@ -75,8 +77,8 @@ HUGE_MODELS = ("llama-2-70b", "llama-3.1-70b")  # fit nowhere on small clusters
 
 def random_config(rng: np.random.Generator, index: int = 0) -> tuple[ClusterSpec, Workload, dict]:
     """A small random cluster (1-4 nodes of 1-8 GPUs, 1-3 types), 1-15 jobs and odd env settings, the memory
-    truth, the efficiency model and the pacing options (``resize_cooldown``, ``one_action_per_instant``)
-    included."""
+    truth, the efficiency model, the pacing options (``resize_cooldown``, ``one_action_per_instant``) and the
+    stops (``stop_mode``, ``checkpoint_interval``) included."""
     types = rng.choice(sorted(GPU_TYPES), size=int(rng.integers(1, 4)), replace=False)
     nodes = tuple(NodeSpec(str(rng.choice(types)), int(rng.integers(1, 9))) for _ in range(int(rng.integers(1, 5))))
     cluster = ClusterSpec(f"fuzz-{index}", nodes)
@@ -119,6 +121,11 @@ def random_config(rng: np.random.Generator, index: int = 0) -> tuple[ClusterSpec
         resize_cooldown=(None, 5.0, 60.0)[int(own.integers(3))],
         one_action_per_instant=bool(own.integers(2)),
     )
+    stop_mode = str(own.choice(STOP_MODES))  # (drawn after the others: their draws stay as they were)
+    interval = CHECKPOINT_INTERVALS[int(own.integers(len(CHECKPOINT_INTERVALS)))]
+    if stop_mode == "kill" and interval is None:
+        interval = CHECKPOINT_INTERVALS[1]
+    kwargs.update(stop_mode=stop_mode, checkpoint_interval=interval)
     return cluster, Workload(f"fuzz-{index}", tuple(jobs)), kwargs
 
 
