@@ -32,11 +32,11 @@ from frenzy_env.workload.configs import (
 from frenzy_env.workload.load import (
     DEFAULT_LOAD_MODE,
     busy_load_stretch,
-    busy_stretch,
     check_load_mode,
     cluster_seconds,
     fifo_plans,
     offered_load,
+    pressure_stretch,
 )
 from frenzy_env.workload.spec import JobSpec, Workload, _trace_workload
 from frenzy_env.workload.traces import ITP_EXTRACT, data_path, read_trace_cached
@@ -192,9 +192,10 @@ class SyntheticGenerator:
     instead would make "0.7" about 1.2 on frenzy-testbed.)
 
     ``load_mode`` (default ``"fluid"``: ``load`` is the offered load above; ``"busy"``: ``load`` is the share of the
-    cluster's GPUs that FIFO keeps busy over the arrival window, :mod:`~frenzy_env.workload.load`, "Busy load"): in
-    mode ``"busy"`` the arrival times above are multiplied by the factor
-    :func:`~frenzy_env.workload.load.busy_stretch` finds, every other draw unchanged; a load FIFO cannot reach
+    cluster's GPUs that FIFO keeps busy over the arrival window, :mod:`~frenzy_env.workload.load`, "Busy load";
+    ``"wait"``: ``load`` is the share of the jobs that wait over a minute to start under FIFO, "Wait load" there):
+    in modes ``"busy"`` and ``"wait"`` the arrival times above are multiplied by the factor
+    :func:`~frenzy_env.workload.load.pressure_stretch` finds, every other draw unchanged; a load FIFO cannot reach
     with these jobs raises :class:`~frenzy_env.errors.ConfigError`. A history (:meth:`history`) keeps the fluid
     load's times.
 
@@ -414,17 +415,18 @@ class SyntheticGenerator:
             gaps = gaps[:-1] * ((n - 1) / rate / float(gaps[:-1].sum()))  # window T = n / rate exactly
         submit = np.concatenate([[0.0], np.cumsum(gaps[: n - 1])])  # (n,)
         busy = ""
-        if self.load_mode == "busy" and not history:  # a history is read for its jobs' work, not its times
+        if self.load_mode != "fluid" and not history:  # a history is read for its jobs' work, not its times
             gpus, run_s = fifo_plans(
                 [r[:4] for r in rows], iters, cluster, utilisation=self.utilisation, max_gpus=int(self.max_gpus),
                 efficiency=self.efficiency,
             )
             try:
-                stretch = busy_stretch(submit, gpus, run_s, cluster.type_capacity, self.load)
+                stretch = pressure_stretch(submit, gpus, run_s, cluster.type_capacity, self.load,
+                                           measure=self.load_mode)
             except ConfigError as exc:
                 raise ConfigError(f"{self.name}, seed {seed}: {exc}") from None
             submit = submit * stretch
-            busy = f", load mode busy (the fluid load's arrival times x {stretch:.4g})"
+            busy = f", load mode {self.load_mode} (the fluid load's arrival times x {stretch:.4g})"
         jobs = []
         for i, (m, b, s, g, _, gid) in enumerate(rows):
             jobs.append(
@@ -462,8 +464,9 @@ class TraceGenerator:
     computed (the simulator's: an env binds it to its own ``efficiency``). ``load_mode`` (default ``"fluid"``:
     ``load`` is the offered load; ``"busy"``: the arrival times are stretched further, by
     :func:`~frenzy_env.workload.load.busy_stretch`, until FIFO keeps a share ``load`` of the cluster's GPUs busy
-    over the arrival window, :mod:`~frenzy_env.workload.load`, "Busy load"; it needs a ``load``, and a load FIFO
-    cannot reach raises :class:`~frenzy_env.errors.ConfigError` naming the window).
+    over the arrival window, :mod:`~frenzy_env.workload.load`, "Busy load"; ``"wait"``: stretched until a share
+    ``load`` of the jobs wait over a minute to start under FIFO, "Wait load" there; both need a ``load``, and a
+    load FIFO cannot reach raises :class:`~frenzy_env.errors.ConfigError` naming the window).
     """
 
     path: str
@@ -486,8 +489,9 @@ class TraceGenerator:
         check_sizing(self.sizing)
         check_efficiency(self.efficiency)
         check_load_mode(self.load_mode)
-        if self.load_mode == "busy" and self.load is None:
-            raise ConfigError("load_mode 'busy' needs a load: a TraceGenerator without one replays recorded times")
+        if self.load_mode != "fluid" and self.load is None:
+            raise ConfigError(f"load_mode {self.load_mode!r} needs a load: a TraceGenerator without one replays "
+                              "recorded times")
         if self.load is not None and not (isinstance(self.load, (int, float)) and self.load > 0):
             raise ConfigError(f"load must be a positive number or None, got {self.load!r}")
         if self.load is not None and self.cluster is None:
@@ -517,18 +521,23 @@ class TraceGenerator:
             raise ConfigError(f"{self.path}: cannot scale to load {self.load}: the offered load is {rho}")
         stretch = rho / float(self.load)  # times x stretch: the window grows by stretch, the load shrinks by it
         jobs = tuple(dataclasses.replace(j, submit_time=j.submit_time * stretch) for j in wl.jobs)
-        if self.load_mode == "busy":
+        if self.load_mode != "fluid":
             try:
-                busy = busy_load_stretch(Workload(wl.name, jobs), cluster, float(self.load), efficiency=self.efficiency)
+                busy = busy_load_stretch(Workload(wl.name, jobs), cluster, float(self.load), efficiency=self.efficiency,
+                                         measure=self.load_mode)
             except ConfigError as exc:
                 raise ConfigError(f"{wl.name}, seed {seed}: {exc}") from None
             stretch *= busy
             jobs = tuple(dataclasses.replace(j, submit_time=j.submit_time * stretch) for j in wl.jobs)
+            what = {
+                "busy": f"FIFO keeps {self.load:g} of {cluster.name}'s GPUs busy over the arrival window",
+                "wait": f"{self.load:g} of the jobs wait over a minute under FIFO on {cluster.name}",
+            }[self.load_mode]
             return Workload(
                 wl.name,
                 jobs,
-                source=f"{wl.source}; arrival times x {stretch:.4g} (load_mode busy: FIFO keeps {self.load:g} of "
-                f"{cluster.name}'s GPUs busy over the arrival window; offered load {rho:.3g} -> {rho / stretch:.3g})",
+                source=f"{wl.source}; arrival times x {stretch:.4g} (load_mode {self.load_mode}: {what}; offered "
+                f"load {rho:.3g} -> {rho / stretch:.3g})",
             )
         return Workload(
             wl.name,

@@ -18,7 +18,8 @@ generated at its load (:class:`~frenzy_env.workload.SyntheticGenerator`), and a 
 are stretched so that its offered load is exactly its load for the seed's model assignment
 (:class:`~frenzy_env.workload.TraceGenerator` with ``load``). A suite's ``load_mode`` (default ``"fluid"``: the
 offered load above; ``"busy"``: the share of the cluster's GPUs FIFO keeps busy over the arrival window,
-:mod:`frenzy_env.workload.load`, "Busy load") says which load its workloads are generated at. Trace windows
+:mod:`frenzy_env.workload.load`, "Busy load"; ``"wait"``: the share of the jobs that wait over a minute under FIFO,
+"Wait load" there) says which load its workloads are generated at. Trace windows
 start at rows spread evenly over the trace (:func:`window_starts`), as the PPO trainer's validation and test
 windows do.
 
@@ -98,7 +99,8 @@ class Suite:
     """A named benchmark suite (module docstring): ``kind`` ("quick", "test", ...) within the data split
     ``split``, on preset ``cluster``; its name is ``{version}-{kind}``. ``load_mode`` (default ``"fluid"``: every
     load is the offered load of :mod:`frenzy_env.workload.load`; ``"busy"``: the share of the cluster's GPUs FIFO
-    keeps busy over each workload's arrival window) is passed to every generator of the suite."""
+    keeps busy over each workload's arrival window; ``"wait"``: the share of each workload's jobs that wait over a
+    minute under FIFO) is passed to every generator of the suite."""
 
     kind: str
     split: str

@@ -83,7 +83,7 @@ def test_a_busy_load_fifo_cannot_reach_is_refused_naming_the_most_it_reaches():
 
 
 def test_bad_load_modes_are_refused_naming_the_field():
-    with pytest.raises(ConfigError, match=r"load_mode must be one of 'fluid', 'busy', got 'full'"):
+    with pytest.raises(ConfigError, match=r"load_mode must be one of 'fluid', 'busy', 'wait', got 'full'"):
         SyntheticGenerator(load_mode="full")
     with pytest.raises(ConfigError, match="load_mode must be one of"):
         TraceGenerator("x.csv", cluster="frenzy-testbed", load=0.5, load_mode=None)
