@@ -39,7 +39,12 @@ What it does, as the paper describes it, mapped onto this environment:
   configurations go to the environment's placer (fewest nodes). The plan is carried out in order: resizes that
   shrink first, then moves and growths, then starts, largest first; a step that is not legal now (GPUs still
   held, fragmentation) is retried while other steps free GPUs, and dropped at the end of the round.
-* ``requested_only=True`` restricts each job to its requested GPU count (Sia's "rigid" jobs), on any type.
+* ``requested_only=True`` restricts each job to its requested GPU count (Sia's "rigid" jobs), on any type; a
+  job none of whose plans at that count the predictor admits or that have not crashed gets the smallest count
+  that has one (``fifo``'s rule: the user resubmits it on more GPUs), so no job is left without a configuration.
+  Rigid jobs keep their global batch in Sia's own artifact too (github.com/siasosp23/artifacts,
+  ``sia-simulator/cluster.py``: batch-size tuning off for the "rigid" category; ``sia.py``: "goodput =
+  throughput since bsz is fixed").
 
 ``objective="completion"`` (registered as ``sia_srpt``, :class:`SiaSrptPolicy`; not in the paper) keeps all of
 the above but the utility: it maximises the summed *estimated completion rate* ``1 / T[j, c]`` of the jobs,
@@ -440,6 +445,8 @@ class SiaPolicy(ScriptedPolicy):
                 if want:
                     below = levels[levels <= want]
                     target = int(below.max()) if below.size else int(levels[0])
+                    if not (ok & (view.plan_count == target)).any() and ok.any():
+                        target = int(view.plan_count[ok].min())  # none at the request left: fifo's rule
                 else:  # no request: the smallest count the job can run on
                     target = int(view.plan_count[ok].min()) if ok.any() else 0
                 cand[row] &= view.plan_count == target

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from frenzy_env.cli.common import choice_list, positive_int
+from frenzy_env.cli.common import choice_list, env_keywords, env_option, positive_int
 from frenzy_env.cli.results_folder import (
     REPRODUCE_FILES,
     add_overwrite_flag,
@@ -54,6 +54,13 @@ def add_parser(sub: Any) -> None:
         help="wall-clock seconds one episode may take before its policy is reported as too slow "
         "(default 120 with --quick, 600 otherwise)",
     )
+    p.add_argument(
+        "--env", type=env_option, action="append", default=[], metavar="KEY=VALUE", dest="env_options",
+        help="a FrenzyEnv keyword for every env of every scenario (repeatable), e.g. the v6 world: --env "
+        "resize_cooldown=60 --env one_action_per_instant=True --env memory_truth=published --env "
+        "efficiency=per_type; a scenario's own keyword of that name wins; an unknown keyword or a bad value fails "
+        "before any episode",
+    )
     p.add_argument("--no-progress", action="store_true", help="no per-episode lines")
     p.set_defaults(func=run)
 
@@ -75,10 +82,15 @@ def run(args: argparse.Namespace) -> int:
         raise FrenzyError(f"--calibration: no such file {str(calibration)!r}")
     if calibration is None and data_dir is not None and (data_dir / "memory" / "calibration.csv").is_file():
         calibration = data_dir / "memory" / "calibration.csv"
+    env_kwargs = env_keywords(args)
+    if env_kwargs:  # an unknown keyword or a bad value fails here, before any episode
+        from frenzy_env.env import FrenzyEnv
+
+        FrenzyEnv(cluster="frenzy-testbed", workload="synthetic-small", **env_kwargs).close()
     cfg = ReproduceConfig(
         quick=args.quick, seeds=args.seeds, jobs=args.jobs, scenarios=args.scenarios, data_dir=data_dir,
         calibration=calibration, progress=not args.no_progress,
-        episode_budget_s=args.episode_budget,
+        episode_budget_s=args.episode_budget, env_kwargs=env_kwargs,
     )
     check_results_folder(args, args.out)  # before the run; the folder is touched once its results are in
     result = run_reproduce(cfg)

@@ -7,7 +7,8 @@ scenario):
 * ``frenzy_sia``: Frenzy vs Sia restricted to each job's requested GPU count (``requested_only=True``, how the
   Frenzy paper ran Sia: user-specified counts) as the headline; elastic Sia (which chooses counts itself) as
   context with GPU-hours beside JCT; Frenzy vs the opportunistic FIFO baseline; on a Philly-derived window and
-  an ITP-derived workload on the "frenzy-testbed" cluster; scheduling overhead (wall time per ``predict``
+  an ITP-derived workload on the "frenzy-testbed" cluster, both at offered load
+  :data:`generators.FRENZY_SIA_LOAD` by the env's own measure; scheduling overhead (wall time per ``predict``
   call) of Frenzy vs requested-count Sia from the same episodes.
 * ``rankings``: Frenzy with each MARP plan ranking (:data:`frenzy_env.world.memory.planning.RANKINGS`) against
   requested-count Sia.

@@ -12,9 +12,15 @@ from typing import Any
 import numpy as np
 
 from frenzy_env.errors import ConfigError
-from frenzy_env.workload.generators import GPU_DEMAND_COUNTS, HISTORY_FRACTION
+from frenzy_env.workload.generators import DEFAULT_LOAD, GPU_DEMAND_COUNTS, HISTORY_FRACTION
 
-PHILLY_TARGET_LOAD = 0.8  # offered reference-GPU load of the Philly window on the 96-GPU testbed
+#: the cluster of the Frenzy-versus-Sia workloads: three GPU types, as in the Frenzy paper's testbed
+FRENZY_SIA_CLUSTER = "frenzy-testbed"
+#: offered load of every Frenzy-versus-Sia workload on :data:`FRENZY_SIA_CLUSTER`, by the env's own measure
+#: (:mod:`frenzy_env.workload.load`: speed- and memory-aware, 1.0 the cluster's capacity over the arrival window):
+#: the shipped ITP week's (``itp-default``, :data:`~frenzy_env.workload.generators.DEFAULT_LOAD`), so that the
+#: Philly window and the week are compared at one load. The Frenzy paper (arXiv 2412.14479) states none.
+FRENZY_SIA_LOAD = DEFAULT_LOAD
 ASRPT_CLUSTER = "doubling-64"  # homogeneous 64 GPUs: A-SRPT's model has identical GPUs
 ASRPT_LOAD = 1.2  # A-SRPT's setting: load >= 1, so order matters
 #: GPU counts A-SRPT's jobs request: the ITP week's recorded counts of its distributed jobs (2-8 GPUs), in their
@@ -23,9 +29,16 @@ ASRPT_LOAD = 1.2  # A-SRPT's setting: load >= 1, so order matters
 ASRPT_GPU_DEMAND = tuple((g, float(c)) for g, c in GPU_DEMAND_COUNTS.items() if 2 <= g <= 8)
 
 
-def philly_generator(path: Path, n_jobs: int, start_day: float = 40.0, target_load: float = PHILLY_TARGET_LOAD):
-    """A window of ``n_jobs`` Philly jobs from ``start_day``, arrivals rescaled to ``target_load`` offered
-    reference-GPU load on the 96-GPU frenzy-testbed (Philly ran on a far larger cluster)."""
+def philly_generator(
+    path: Path, n_jobs: int, start_day: float = 40.0, load: float = FRENZY_SIA_LOAD,
+    cluster: str = FRENZY_SIA_CLUSTER,
+) -> tuple[Any, float]:
+    """A window of ``n_jobs`` Philly jobs from ``start_day`` as the ITP week is built (``itp-default``): models
+    sized for ``cluster``'s GPU mix, arrival times stretched per seed so that the offered load on ``cluster``
+    (:mod:`frenzy_env.workload.load`, the env's own measure, under the env's speed model) is ``load``.
+
+    Returns the generator and the window's raw load, its recorded GPU-time over 96 GPUs times its span (Philly ran
+    on a far larger cluster: 5.3 for 300 jobs from day 40, 6.0 for 40)."""
     from frenzy_env.workload import TraceGenerator, read_trace
 
     table = read_trace(str(path), format="philly")
@@ -33,11 +46,10 @@ def philly_generator(path: Path, n_jobs: int, start_day: float = 40.0, target_lo
     i = int(np.searchsorted(table.submit, start))
     sl = slice(i, i + n_jobs)
     span = float(table.submit[sl][-1] - table.submit[sl][0]) or 1.0
-    load = float((table.gpus[sl] * table.duration[sl]).sum()) / (96.0 * span)
+    raw = float((table.gpus[sl] * table.duration[sl]).sum()) / (96.0 * span)
     return TraceGenerator(
-        str(path), format="philly", start=start, max_jobs=n_jobs, load_scale=target_load / load,
-        name="philly-window",
-    ), load
+        str(path), format="philly", start=start, max_jobs=n_jobs, name="philly-window", cluster=cluster, load=load,
+    ), raw
 
 
 @dataclass(frozen=True)
@@ -145,6 +157,6 @@ class CopiesGenerator:
 
 
 __all__ = [
-    "PHILLY_TARGET_LOAD", "ASRPT_CLUSTER", "ASRPT_LOAD", "ASRPT_GPU_DEMAND", "HISTORY_FRACTION", "philly_generator",
-    "HistorySplit", "asrpt_generator", "CopiesGenerator",
+    "FRENZY_SIA_CLUSTER", "FRENZY_SIA_LOAD", "ASRPT_CLUSTER", "ASRPT_LOAD", "ASRPT_GPU_DEMAND", "HISTORY_FRACTION",
+    "philly_generator", "HistorySplit", "asrpt_generator", "CopiesGenerator",
 ]

@@ -22,7 +22,13 @@ WAIT_THRESHOLD_S = 60.0
 
 @dataclass(frozen=True)
 class ReproduceConfig:
-    """What to run. ``jobs`` overrides every scenario's job count (tests); ``seeds`` the number of seeds."""
+    """What to run. ``jobs`` overrides every scenario's job count (tests); ``seeds`` the number of seeds.
+
+    ``env_kwargs`` (default empty: every scenario's envs as the scenario makes them): FrenzyEnv keywords for
+    every env of the run, e.g. the v6 world (``resize_cooldown=60``, ``one_action_per_instant=True``,
+    ``memory_truth="published"``, ``efficiency="per_type"``); a mapping or ``(key, value)`` pairs, kept as sorted
+    pairs. A scenario's own keyword of the same name (the ``predictors`` scenario's ``predictor``) wins; ``cluster``
+    and ``workload`` are the scenarios' and raise :class:`~frenzy_env.errors.ConfigError`."""
 
     quick: bool = False
     seeds: int | None = None
@@ -32,8 +38,16 @@ class ReproduceConfig:
     calibration: Path | None = None
     progress: bool = True
     episode_budget_s: float | None = None  # wall-clock limit of one episode (default 120 s quick, 600 s full)
+    env_kwargs: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
+        pairs = self.env_kwargs.items() if isinstance(self.env_kwargs, dict) else self.env_kwargs
+        pairs = tuple((k, v) for k, v in pairs)
+        for key, _ in pairs:
+            if not isinstance(key, str) or key in ("cluster", "workload"):
+                raise ConfigError(f"env_kwargs: {key!r} is not a keyword a run may set for every env "
+                                  "(cluster and workload are the scenarios')")
+        object.__setattr__(self, "env_kwargs", tuple(sorted(dict(pairs).items())))
         for s in self.scenarios:
             if s not in SCENARIOS:
                 from frenzy_env.errors import unknown_name
@@ -72,9 +86,11 @@ class Runner:
     marp: list[dict[str, Any]] = field(default_factory=list)  # the marp scenario's cases
 
     def env(self, key: str, cluster: str, workload: Any, **env_kwargs: Any) -> Any:
-        """The env of workload ``key`` (one per key and ``env_kwargs``, e.g. ``predictor``)."""
+        """The env of workload ``key`` (one per key and ``env_kwargs``, e.g. ``predictor``, over the run's
+        :attr:`ReproduceConfig.env_kwargs`)."""
         from frenzy_env.env import FrenzyEnv
 
+        env_kwargs = {**dict(self.config.env_kwargs), **env_kwargs}
         ekey = (key, tuple(sorted(env_kwargs.items())))
         if ekey not in self._envs:
             # scripted policies only: every job in the system within reach (frenzy_env.evaluation.episodes.WIDE_WINDOWS)

@@ -525,3 +525,24 @@ def test_fast_solver_same_schedule_in_an_episode(monkeypatch, name, kwargs):
     env = gym.make("frenzy/HeteroCluster-v5", workload="synthetic-small")
     run_episode(env, make_policy(name, env, **kwargs), seed=1, max_steps=300)
     assert len(rounds) > 20
+
+
+def test_requested_only_falls_back_to_the_smallest_admitted_count(make_job, make_env, tiny_cluster):
+    """A 7B model cannot hold its optimizer states on the one A100 it requests: with no plan at its request,
+    requested-count Sia gives it the smallest count that has one (2 GPUs here, as ``fifo`` does) instead of
+    leaving it without a configuration; a job whose request fits keeps its request."""
+    jobs = [make_job(0, model="llama-7b", requested_gpus=1), make_job(1, requested_gpus=2)]
+    env = make_env(tiny_cluster, jobs, queue_slots="all", running_slots="all")
+    env.reset(seed=0)
+    policy = SiaPolicy(env, requested_only=True)
+    policy.reset()
+    view = policy.view
+    avail = view.available_plans(np.array([0, 1]))
+    assert not avail[0][view.plan_count == 1].any() and avail[0][view.plan_count == 2].any()
+    cand = policy.candidates(np.array([0, 1]))
+    assert set(view.plan_count[cand[0]].tolist()) == {2}  # the smallest admitted count, not nothing
+    assert set(view.plan_count[cand[1]].tolist()) == {2}  # its request
+    fifo = make_policy("fifo", env)
+    assert set(view.plan_count[fifo.requested_plans(0)].tolist()) == {2}  # the same rule as fifo's
+    result = run_episode(env, policy, seed=0)
+    assert result.metrics["finished"] == 2
