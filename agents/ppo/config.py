@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from frenzy_env.errors import ConfigError
+from frenzy_env.observation import INTERFACES
 from frenzy_env.workload.suites import SPLITS
 from frenzy_env.workload.suites import TEST_SEED_START as TEST_SEED_START
 from frenzy_env.workload.suites import TRAIN_SEEDS as TRAIN_SEEDS
@@ -225,8 +226,12 @@ class TrainConfig:
     timesteps: decisions (env steps over all envs) in total; n_envs: envs stepped together in this process
     (their observations go through the network as one batch); vec_env: "dummy" (in-process, the only
     kind: on a few cores it beats subprocesses); seed: seeds the network, the envs and the workload draws;
-    cluster: cluster preset; workload: "mix" (:class:`~agents.ppo.workloads.MixtureGenerator` over
-    synthetic workloads and ``traces``) or a workload preset; traces: training trace windows;
+    cluster: cluster preset; interface: the env's ``SimConfig.interface`` for every training, validation, teacher
+    and reference env ("cluster", the default: the cluster's own spaces, a model for that cluster only;
+    "universal": the fixed grid of docs/environment.md, a model that plays on every cluster of at most 4 GPU
+    types; a ``config.json`` without the key trained on "cluster"); workload: "mix"
+    (:class:`~agents.ppo.workloads.MixtureGenerator` over synthetic workloads and ``traces``) or a workload
+    preset; traces: training trace windows;
     trace_fraction, jobs_range, load_range: the mixture's trace share and synthetic sizes and loads;
     train_workloads: training episodes draw their workload seed from this many seeds (a finite pool, so
     the reference run of each is cached and reused).
@@ -267,6 +272,7 @@ class TrainConfig:
     vec_env: str = "dummy"
     seed: int = 0
     cluster: str = "frenzy-testbed"
+    interface: str = "cluster"
     workload: str = "mix"
     traces: tuple[TraceWindows, ...] = ()
     trace_fraction: float = 0.3
@@ -324,6 +330,8 @@ class TrainConfig:
             raise ConfigError(f"init_optimizer must be true or false, got {self.init_optimizer!r}")
         if self.init_model is not None and not str(self.init_model).endswith(".zip"):
             raise ConfigError(f"init_model must name a model .zip file, got {self.init_model!r}")
+        if self.interface not in INTERFACES:
+            raise ConfigError(f"interface must be one of {', '.join(INTERFACES)}, got {self.interface!r}")
         if self.vec_env != "dummy":
             raise ConfigError(
                 f"vec_env must be 'dummy' (the trainer steps its envs in this process), got {self.vec_env!r}"
@@ -350,8 +358,9 @@ class TrainConfig:
         agent = data.pop("agent", "ppo")
         if agent != "ppo":
             raise ConfigError(f"a ppo training config needs agent 'ppo', this one records agent {agent!r}")
-        for key in ("obs_version", "env_version", "split"):
+        for key in ("obs_version", "universal_obs_version", "env_version", "split"):
             data.pop(key, None)
+        data.setdefault("interface", "cluster")  # records older than the field trained on the cluster layout
         for key in ("checkpoint_freq",):  # older configurations' checkpoint interval in steps (checkpoint_minutes here)
             data.pop(key, None)
         ppo_data = {k: v for k, v in data.pop("ppo", {}).items() if k not in LEGACY_PPO_KEYS}

@@ -23,9 +23,9 @@ from gymnasium import spaces
 from agents.model_record import KNOB_REFUSED, agent_of, read_record
 from agents.ppo.distribution import greedy_actions
 from agents.ppo.guide import guide_hints, make_guide
-from agents.ppo.rollout import OBS_KEYS, policy_outputs, sample_actions
+from agents.ppo.rollout import obs_keys, policy_outputs, sample_actions
 from frenzy_env.errors import ConfigError
-from frenzy_env.observation import OBS_VERSION
+from frenzy_env.observation import OBS_VERSION, UNIVERSAL_OBS_VERSION
 
 MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
 #: The action-level MaskablePPO model shipped with the package, the ``ppo`` agent (frenzy-testbed's spaces).
@@ -115,7 +115,7 @@ class PPOPolicy:
         hint = guide_hints([self.guide], mask)
         with th.no_grad():
             logp, type_logp, _, _ = policy_outputs(
-                policy, {k: obs_t[k].float() for k in OBS_KEYS}, th.from_numpy(mask), th.from_numpy(hint)
+                policy, {k: obs_t[k].float() for k in obs_keys(obs_t)}, th.from_numpy(mask), th.from_numpy(hint)
             )
         if not greedy:
             return int(sample_actions(logp, th.from_numpy(mask), self._gen)[0])
@@ -263,12 +263,22 @@ def recorded_obs_version(path: Path) -> tuple[int, Path] | None:
 
 
 def _check_obs_version(path: Path) -> None:
-    """ConfigError when the model was trained on another observation encoding than :data:`OBS_VERSION`."""
+    """ConfigError when the model was trained on another observation encoding than :data:`OBS_VERSION`, or (a
+    model of the universal layout, whose record has ``universal_obs_version``) another universal layout than
+    :data:`~frenzy_env.observation.UNIVERSAL_OBS_VERSION`."""
     found = recorded_obs_version(path)
     if found is not None and found[0] != OBS_VERSION:
         raise ConfigError(
             f"model {str(path)!r} was trained on observation version {found[0]} (recorded in {str(found[1])!r}); "
             f"this frenzy-env encodes version {OBS_VERSION} (frenzy_env.observation): retrain it"
+        )
+    record = read_record(path)
+    universal = None if record is None else record[0].get("universal_obs_version")
+    if universal is not None and int(universal) != UNIVERSAL_OBS_VERSION:
+        raise ConfigError(
+            f"model {str(path)!r} was trained on universal layout version {universal} (recorded in "
+            f"{str(record[1])!r}); this frenzy-env lays out version {UNIVERSAL_OBS_VERSION} "
+            "(frenzy_env.observation.UNIVERSAL_OBS_VERSION): retrain it"
         )
 
 

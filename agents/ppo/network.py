@@ -7,6 +7,12 @@ predicted run time on each of the P plan slots. The policy treats the slots as *
    weights for every slot, so the embeddings are permutation-equivariant); masked mean and max pooling over
    the present slots plus the GPU, node and global features give a context vector that does not depend on
    slot order.
+   The network reads either layout of the env (``SimConfig.interface``, docs/environment.md): "cluster" (the
+   cluster's own plan slots; ``gpus`` per type then ``nodes`` join the context) or "universal" (the fixed grid of
+   4 type slots x 7 GPU counts on every cluster; the ``gpus`` rows of :data:`~frenzy_env.observation.GPU_FEATURES`
+   join the context, each plan's ``plans`` row of :data:`~frenzy_env.observation.PLAN_FEATURES` its key, and a
+   running job's GPU type is the type slot whose speed and memory it holds). Under "universal" nothing in the
+   network depends on the cluster: a model trained on one plays on every cluster of at most 4 GPU types.
 2. :class:`SlotPlanHead`: a logit for every action in the env's own layout ``1 + W + Q*P + R*P``: the waits from
    the context; "start queue slot k on plan p" from a small MLP over (slot embedding k, a learned embedding
    of plan p, pair features: predicted time of k on p, availability, time above the job's best plan, free
@@ -44,10 +50,18 @@ from torch import nn
 from agents.ppo.config import PPOConfig
 from agents.ppo.distribution import NUM_TYPES, action_types, entropy, factored_distribution, factored_log_probs
 from frenzy_env.errors import ConfigError
-from frenzy_env.observation import QUEUE_FEATURES, RUNNING_FEATURES
+from frenzy_env.observation import GPU_FEATURES, GT, PLAN_FEATURES, QUEUE_FEATURES, RU, RUNNING_FEATURES
 
 #: the observation columns type_demand reads: a queued job's wait, a running job's GPU type
 _WAIT_COL, _TYPE_COL = QUEUE_FEATURES.index("wait"), RUNNING_FEATURES.index("gpu_type")
+
+
+def grid_plans(plan_grid: tuple[int, int]) -> tuple[list[int], list[int]]:
+    """``(plan_type, plan_count)`` of every slot of a universal plan grid ``(type slots, count levels)``: slot
+    ``t * levels + k`` is type slot t with ``2**k`` GPUs (:data:`frenzy_env.observation.UNIVERSAL_PLANS`), the
+    same on every cluster (a slot the cluster lacks is masked, and its ``plans`` row says so)."""
+    types, levels = plan_grid
+    return [s // levels for s in range(types * levels)], [2 ** (s % levels) for s in range(types * levels)]
 
 
 def _mlp(sizes: list[int]) -> nn.Sequential:
@@ -98,16 +112,20 @@ class SlotSetExtractor(BaseFeaturesExtractor):
     ----------
     observation_space : the env's Dict space.
     queue_slots, running_slots : Q and R of the env.
-    plan_type : (P,) GPU-type index of each plan slot (``sim.plan_type``).
-    plan_count : (P,) GPU count of each plan slot (``sim.plan_count``).
+    plan_type : (P,) GPU-type index of each plan slot (``sim.plan_type``; universal layout: the grid's type
+        slot, :func:`grid_plans`).
+    plan_count : (P,) GPU count of each plan slot (``sim.plan_count``; universal layout: the grid's count).
     num_waits : the env's timed waits (``len(env.wait_options)``; their logits come from the context).
     embed_dim : slot embedding width d.
     context_dim : width of the pooled context vector.
 
     The flat output is ``[context (C) | queue embeddings (Q*d) | running embeddings (R*d) | queue plan
     times (Q*P) | running plan times (R*P) | queue best time (Q) | running remaining time (R) | free share
-    per plan (P) | queue present (Q) | running present (R) | critic context (C, with critic_pool)]``;
-    :meth:`split` returns the pieces with their shapes.
+    per plan (P) | queue present (Q) | running present (R) | plan rows (P*5, universal layout) | critic context
+    (C, with critic_pool) | type_demand's pieces]``; :meth:`split` returns the pieces with their shapes.
+
+    The layout is the observation space's: with a ``plans`` entry it is the universal one (context from ``gpus``
+    as (4, 9) rows and ``globals``; no ``nodes``), else the cluster's (``gpus`` as 2T, ``nodes``, ``globals``).
     """
 
     def __init__(
@@ -132,15 +150,29 @@ class SlotSetExtractor(BaseFeaturesExtractor):
                 f"queue observation of size {observation_space['queue'].shape[0]} does not match "
                 f"queue_slots={q} and {p} plans"
             )
-        n_types = observation_space["gpus"].shape[0] // 2
-        n_nodes = observation_space["nodes"].shape[0]
+        universal = "plans" in observation_space.spaces
         n_glob = observation_space["globals"].shape[0]
+        if universal:  # gpus: one row of GPU_FEATURES per type slot; plans: one row of PLAN_FEATURES per plan slot
+            n_types = observation_space["gpus"].shape[0] // len(GPU_FEATURES)
+            if observation_space["plans"].shape[0] != p * len(PLAN_FEATURES):
+                raise ConfigError(
+                    f"plans observation of size {observation_space['plans'].shape[0]} does not match {p} plans of "
+                    f"{len(PLAN_FEATURES)} features"
+                )
+            n_env = observation_space["gpus"].shape[0] + n_glob
+        else:
+            n_types = observation_space["gpus"].shape[0] // 2
+            n_env = 2 * n_types + observation_space["nodes"].shape[0] + n_glob
+        if max(plan_type) >= n_types:
+            raise ConfigError(f"plan_type names GPU type {max(plan_type)}; the observation has {n_types} types")
         d, c = int(embed_dim), int(context_dim)
+        self.universal = universal
         self.critic_pool = bool(critic_pool)
         self.type_demand = bool(type_demand)
         n_dem = DEMAND_FEATURES * n_types if self.type_demand else 0
         features_dim = (c + q * d + r * d + q * p + r * p + 2 * (q + r) + p + (c if self.critic_pool else 0)
-                        + (p + q * p + r * p if self.type_demand else 0))
+                        + (p + q * p + r * p if self.type_demand else 0)
+                        + (p * len(PLAN_FEATURES) if universal else 0))
         super().__init__(observation_space, features_dim)
         self.q, self.r, self.p, self.d, self.c = q, r, p, d, c
         self.qf, self.rf, self.n_types = qf, rf, n_types
@@ -154,7 +186,7 @@ class SlotSetExtractor(BaseFeaturesExtractor):
             onehot = th.zeros(p, n_types)
             onehot[th.arange(p), th.as_tensor(plan_type, dtype=th.long)] = 1.0
             self.register_buffer("plan_onehot", onehot, persistent=False)
-        ctx_in = 4 * d + 2 * n_types + n_nodes + n_glob
+        ctx_in = 4 * d + n_env
         self.context = _mlp([ctx_in, c, c])
         if self.critic_pool:  # the critic's own context: pools, sums, counts and the global aggregates
             self.critic_context = _mlp([ctx_in + 2 * d + 2, c, c])
@@ -174,22 +206,15 @@ class SlotSetExtractor(BaseFeaturesExtractor):
         r_present = running[:, :, 0]
         q_emb = _packed(self.queue_encoder, queue, q_present > 0, self.d)
         r_emb = _packed(self.running_encoder, running, r_present > 0, self.d)
-        ctx_in = th.cat(
-            [
-                _masked_pool(q_emb, q_present),
-                _masked_pool(r_emb, r_present),
-                obs["gpus"],
-                obs["nodes"],
-                obs["globals"],
-            ],
-            dim=-1,
-        )
+        env_in = [obs["gpus"], obs["globals"]] if self.universal else [obs["gpus"], obs["nodes"], obs["globals"]]
+        ctx_in = th.cat([_masked_pool(q_emb, q_present), _masked_pool(r_emb, r_present), *env_in], dim=-1)
+        gpus = obs["gpus"].reshape(b, self.n_types, len(GPU_FEATURES)) if self.universal else None
         if self.type_demand:
-            demand, plan_demand, q_extra, r_extra = self.type_demand_features(queue, running)
+            demand, plan_demand, q_extra, r_extra = self.type_demand_features(queue, running, gpus)
             ctx = _mlp_plus(self.context, ctx_in, self.context_demand(demand))
         else:
             ctx = self.context(ctx_in)
-        free_by_type = obs["gpus"][:, : self.n_types]  # (B, T)
+        free_by_type = gpus[:, :, GT.free] if self.universal else obs["gpus"][:, : self.n_types]  # (B, T)
         out = {
             "context": ctx,
             "queue_emb": q_emb,
@@ -202,6 +227,8 @@ class SlotSetExtractor(BaseFeaturesExtractor):
             "queue_present": q_present,
             "running_present": r_present,
         }
+        if self.universal:
+            out["plan_rows"] = obs["plans"].reshape(b, self.p, len(PLAN_FEATURES))
         if self.critic_pool:
             load = th.cat(
                 [
@@ -222,7 +249,7 @@ class SlotSetExtractor(BaseFeaturesExtractor):
         return out
 
     def type_demand_features(
-        self, queue: th.Tensor, running: th.Tensor
+        self, queue: th.Tensor, running: th.Tensor, gpus: th.Tensor | None = None
     ) -> tuple[th.Tensor, th.Tensor, th.Tensor, th.Tensor]:
         """Who waits for each GPU type and who holds it while it could run elsewhere, from the slot rows.
 
@@ -235,7 +262,8 @@ class SlotSetExtractor(BaseFeaturesExtractor):
         use two or more types, the bound wait of plan p's type (taking a type others can only use); 0 for a
         bound job. For a running job, the bound wait of its own type minus that of plan p's type on plans of
         another type (vacating a type others wait for); 0 on plans of its own type. Both 0 on unavailable
-        plans. Empty slots give 0 everywhere (their rows are 0).
+        plans. Empty slots give 0 everywhere (their rows are 0). A running job's type is its row's type index
+        (cluster layout) or, universal layout (``gpus`` (B, T, 9) given), :meth:`held_type_slot`.
         """
         nf_q, nf_r, t = self.qf - self.p, self.rf - self.p, self.n_types
         q_avail = (queue[:, :, nf_q:] > 0).float()  # (B, Q, P)
@@ -248,7 +276,10 @@ class SlotSetExtractor(BaseFeaturesExtractor):
         bound_n = bound.float().sum(1) / 8.0
         r_avail = (running[:, :, nf_r:] > 0).float()  # (B, R, P)
         r_types = (r_avail @ self.plan_onehot) > 0  # (B, R, T)
-        cur = th.round(running[:, :, _TYPE_COL] * max(t - 1, 1)).long().clamp(0, t - 1)  # (B, R)
+        if self.universal:
+            cur = self.held_type_slot(running, gpus)
+        else:
+            cur = th.round(running[:, :, _TYPE_COL] * max(t - 1, 1)).long().clamp(0, t - 1)  # (B, R)
         cur_onehot = th.nn.functional.one_hot(cur, t).float() * running[:, :, 0:1]  # (B, R, T)
         flexible = ((r_types.float() * (1.0 - cur_onehot)).sum(-1, keepdim=True) > 0).float()
         flex_n = (cur_onehot * flexible).sum(1) / 8.0  # (B, T)
@@ -260,10 +291,22 @@ class SlotSetExtractor(BaseFeaturesExtractor):
         r_extra = (own - plan_demand[:, None, :]) * other_type * r_avail
         return demand, plan_demand, q_extra, r_extra
 
+    @staticmethod
+    def held_type_slot(running: th.Tensor, gpus: th.Tensor) -> th.Tensor:
+        """(B, R) the type slot each running row (B, R, 8 + P) of the universal layout holds: the present type
+        slot of ``gpus`` (B, T, 9) whose peak speed and memory are nearest the row's (a cluster's types differ in
+        one or both: the catalogue has no two parts alike); any slot on an empty row."""
+        cols = [RU.gpu_speed, RU.gpu_memory]
+        held = running[:, :, None, cols]  # (B, R, 1, 2)
+        types = gpus[:, None, :, [GT.gpu_speed, GT.gpu_memory]]  # (B, 1, T, 2)
+        dist = (held - types).abs().sum(-1) + 1e3 * (1.0 - gpus[:, None, :, GT.present])  # absent slots: far
+        return dist.argmin(-1)
+
     @property
     def pieces(self) -> tuple[str, ...]:
         """The names of the flat output's pieces, in order."""
-        return _PIECES + (("critic",) if self.critic_pool else ()) + (_DEMAND_PIECES if self.type_demand else ())
+        return (_PIECES + (("plan_rows",) if self.universal else ()) + (("critic",) if self.critic_pool else ())
+                + (_DEMAND_PIECES if self.type_demand else ()))
 
     def forward(self, obs: dict[str, th.Tensor]) -> th.Tensor:
         e = self.encode(obs)
@@ -285,6 +328,7 @@ class SlotSetExtractor(BaseFeaturesExtractor):
             "plan_free": (p,),
             "queue_present": (q,),
             "running_present": (r,),
+            "plan_rows": (p, len(PLAN_FEATURES)),
             "critic": (self.c,),
             "plan_demand": (p,),
             "queue_extra": (q, p),
@@ -321,14 +365,16 @@ class _PairScorer(nn.Module):
 
     where ``f(s, p)`` are the pair features (predicted time on p, availability, time above the slot's
     reference, its square), ``a(s)`` and the query ``q(s)`` come from the slot embedding and the context, and
-    the key ``k(p)`` from a learned plan embedding, the free share of p's GPU type, p's GPU count and the
-    context. Only (B, S, P) tensors are formed, never (B, S, P, hidden).
+    the key ``k(p)`` from a learned plan embedding, the free share of p's GPU type, p's GPU count (and, universal
+    layout, p's ``plans`` row: ``plan_in`` = 2 + 5 features) and the context. Only (B, S, P) tensors are formed,
+    never (B, S, P, hidden).
     """
 
     N_PAIR = 4
 
     def __init__(
-        self, embed_dim: int, context_dim: int, num_plans: int, plan_dim: int, hidden: int, demand: bool = False
+        self, embed_dim: int, context_dim: int, num_plans: int, plan_dim: int, hidden: int, demand: bool = False,
+        plan_in: int = 2,
     ) -> None:
         super().__init__()
         self.plan_emb = nn.Parameter(th.randn(num_plans, plan_dim) * 0.1)
@@ -336,7 +382,7 @@ class _PairScorer(nn.Module):
         self.slot_ctx = nn.Linear(context_dim, hidden, bias=False)
         self.coef = nn.Linear(hidden, self.N_PAIR)
         self.query = nn.Linear(hidden, hidden)
-        self.key_in = nn.Linear(plan_dim + 2, hidden)
+        self.key_in = nn.Linear(plan_dim + plan_in, hidden)
         if demand:  # the fifth pair feature's coefficient and the plan's demand in its key; zero until learnt
             self.coef_demand = _zero(nn.Linear(hidden, 1))
             self.key_demand = _zero(nn.Linear(1, hidden, bias=False))
@@ -348,14 +394,14 @@ class _PairScorer(nn.Module):
         self, emb: th.Tensor, times: th.Tensor, ref: th.Tensor, plan_in: th.Tensor, ctx: th.Tensor,
         present: th.Tensor, extra: th.Tensor | None = None, plan_demand: th.Tensor | None = None,
     ) -> th.Tensor:
-        # emb (B, S, d), times (B, S, P), ref (B, S), plan_in (B, P, 2), ctx (B, C), present (B, S),
+        # emb (B, S, d), times (B, S, P), ref (B, S), plan_in (B, P, 2 or 7), ctx (B, C), present (B, S),
         # extra (B, S, P): the fifth pair feature and plan_demand (B, P) (type_demand) -> (B, S, P);
         # only present slots are scored (the others' actions are illegal: 0 there)
         b, p = plan_in.shape[:2]
         bi, si = (present > 0).nonzero(as_tuple=True)
         h = th.relu(self.slot_in(emb[bi, si]) + self.slot_ctx(ctx)[bi])  # (n, H)
         lin = (SlotPlanHead.pair(times[bi, si], ref[bi, si]) * self.coef(h)[:, None, :]).sum(-1)  # (n, P)
-        k_in = th.cat([self.plan_emb.expand(b, p, -1), plan_in], dim=-1)  # (B, P, plan_dim + 2)
+        k_in = th.cat([self.plan_emb.expand(b, p, -1), plan_in], dim=-1)  # (B, P, plan_dim + plan_in)
         k_pre = self.key_in(k_in) + self.key_ctx(ctx)[:, None, :]
         if extra is not None:
             lin = lin + extra[bi, si] * self.coef_demand(h)
@@ -390,8 +436,9 @@ class SlotPlanHead(nn.Module):
         self.register_buffer("count_feat", extractor.plan_count_feat.clone(), persistent=False)
         c, d, p = extractor.c, extractor.d, extractor.p
         self.demand = extractor.type_demand
-        self.queue_scorer = _PairScorer(d, c, p, plan_dim, pair_hidden, self.demand)
-        self.running_scorer = _PairScorer(d, c, p, plan_dim, pair_hidden, self.demand)
+        plan_in = 2 + (len(PLAN_FEATURES) if extractor.universal else 0)  # the universal layout's plans rows too
+        self.queue_scorer = _PairScorer(d, c, p, plan_dim, pair_hidden, self.demand, plan_in)
+        self.running_scorer = _PairScorer(d, c, p, plan_dim, pair_hidden, self.demand, plan_in)
         self.wait = nn.Linear(c, 1 + extractor.num_waits)
         self.value = _mlp([c, value_hidden, value_hidden])
         self.latent_dim_pi = 1 + extractor.num_waits + extractor.q * p + extractor.r * p
@@ -411,6 +458,8 @@ class SlotPlanHead(nn.Module):
         ctx = e["context"]
         b = ctx.shape[0]
         plan_in = th.stack([e["plan_free"], self.count_feat.expand(b, -1)], dim=-1)  # (B, P, 2)
+        if "plan_rows" in e:  # universal layout: each plan slot's PLAN_FEATURES row (B, P, 5)
+            plan_in = th.cat([plan_in, e["plan_rows"]], dim=-1)
         q_logits = self.queue_scorer(
             e["queue_emb"], e["queue_times"], e["queue_best"], plan_in, ctx, e["queue_present"],
             e.get("queue_extra"), e.get("plan_demand"),
@@ -617,14 +666,21 @@ class SlotPlanPolicy(MaskableActorCriticPolicy):
 
 
 def policy_kwargs_for(env: Any, ppo: PPOConfig) -> dict[str, Any]:
-    """``policy_kwargs`` of :class:`SlotPlanPolicy` for an env (reads Q, R and the plan slots)."""
+    """``policy_kwargs`` of :class:`SlotPlanPolicy` for an env (reads Q, R and the plan slots: the cluster's own
+    under ``interface="cluster"``, the fixed grid's, :func:`grid_plans`, under ``"universal"``, so the model
+    holds nothing of the cluster it was built on)."""
     base = env.unwrapped
+    if getattr(base, "plans_shape", None) is not None:  # the universal layout
+        plan_type, plan_count = grid_plans(base.view.plan_grid)
+    else:
+        plan_type = [int(x) for x in base.view.plan_type]
+        plan_count = [int(x) for x in base.view.plan_count]
     return {
         "features_extractor_kwargs": {
             "queue_slots": base.queue_slots,
             "running_slots": base.running_slots,
-            "plan_type": [int(x) for x in base.view.plan_type],
-            "plan_count": [int(x) for x in base.view.plan_count],
+            "plan_type": plan_type,
+            "plan_count": plan_count,
             "num_waits": len(base.wait_options),
             "embed_dim": ppo.embed_dim,
             "context_dim": ppo.context_dim,

@@ -14,6 +14,7 @@ stable-baselines3 does), so a cut does not look like the end of all cost.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -21,8 +22,16 @@ import torch as th
 
 from agents.ppo.guide import guide_hints
 
-#: observation keys the network reads (the mask travels separately, as bool)
+#: observation keys the network reads under ``interface="cluster"`` (the mask travels separately, as bool)
 OBS_KEYS = ("queue", "running", "gpus", "nodes", "globals")
+#: observation keys the network reads under ``interface="universal"`` (no ``nodes``; the ``plans`` rows)
+UNIVERSAL_OBS_KEYS = ("queue", "running", "plans", "gpus", "globals")
+
+
+def obs_keys(obs: Mapping[str, Any]) -> tuple[str, ...]:
+    """The keys the network reads of an observation (or a Dict space's ``spaces``, or a dict of stacked ones):
+    :data:`UNIVERSAL_OBS_KEYS` when it has a ``plans`` entry, else :data:`OBS_KEYS`."""
+    return UNIVERSAL_OBS_KEYS if "plans" in obs else OBS_KEYS
 
 
 def step_discounts(dt: np.ndarray, horizon_s: float | None) -> np.ndarray:
@@ -86,7 +95,7 @@ def instant_weights(elapsed: np.ndarray, dones: np.ndarray) -> np.ndarray:
 
 def obs_tensors(obs: dict[str, np.ndarray]) -> dict[str, th.Tensor]:
     """The network's inputs of stacked observations (no copy)."""
-    return {k: th.from_numpy(obs[k]) for k in OBS_KEYS}
+    return {k: th.from_numpy(obs[k]) for k in obs_keys(obs)}
 
 
 def policy_outputs(
@@ -175,7 +184,8 @@ class VecRollout:
     def collect(self, policy: Any, n_steps: int) -> dict[str, Any]:
         envs, n = self.envs, len(self.envs)
         first = self.obs[0]
-        buf_obs = {k: np.empty((n_steps, n, *first[k].shape), dtype=np.float32) for k in OBS_KEYS}
+        keys = obs_keys(first)
+        buf_obs = {k: np.empty((n_steps, n, *first[k].shape), dtype=np.float32) for k in keys}
         a_n = first["action_mask"].shape[0]
         masks = np.empty((n_steps, n, a_n), dtype=bool)
         actions = np.empty((n_steps, n), dtype=np.int64)
@@ -184,14 +194,14 @@ class VecRollout:
         for t in range(n_steps):
             for i in range(n):
                 o = self.obs[i]
-                for k in OBS_KEYS:
+                for k in keys:
                     buf_obs[k][t, i] = o[k]
                 masks[t, i] = envs[i].unwrapped.action_masks()
             hint = guide_hints(self.guides, masks[t])
             if hints is not None:
                 hints[t] = hint
             with th.no_grad():
-                logp, _, _, v = policy_outputs(policy, obs_tensors({k: buf_obs[k][t] for k in OBS_KEYS}),
+                logp, _, _, v = policy_outputs(policy, obs_tensors({k: buf_obs[k][t] for k in keys}),
                                             th.from_numpy(masks[t]), None if hint is None else th.from_numpy(hint))
                 a = sample_actions(logp, th.from_numpy(masks[t]))
             act = a.numpy()
@@ -217,13 +227,13 @@ class VecRollout:
                     self.time[i] = t1
             if cut:  # bootstrap: the value of the state the budget cut the episode in
                 with th.no_grad():
-                    rows = {k: np.stack([o[k] for _, o in cut]).astype(np.float32) for k in OBS_KEYS}
+                    rows = {k: np.stack([o[k] for _, o in cut]).astype(np.float32) for k in keys}
                     cut_mask = th.from_numpy(np.stack([o["action_mask"] for _, o in cut]).astype(bool))
                     _, _, _, cut_v = policy_outputs(policy, obs_tensors(rows), cut_mask)
                 for (i, _), v_cut in zip(cut, cut_v.numpy()):
                     rewards[t, i] += discounts[t, i] * float(v_cut)
         with th.no_grad():
-            last = {k: np.stack([o[k] for o in self.obs]).astype(np.float32) for k in OBS_KEYS}
+            last = {k: np.stack([o[k] for o in self.obs]).astype(np.float32) for k in keys}
             mask = np.stack([e.unwrapped.action_masks() for e in envs])
             _, _, _, last_v = policy_outputs(policy, obs_tensors(last), th.from_numpy(mask))
         return {

@@ -38,10 +38,10 @@ from agents.ppo.guide import guide_hints, make_guide
 from agents.ppo.network import SlotPlanPolicy, policy_kwargs_for
 from agents.ppo.reference_reward import ReferenceCache, RewardShaper, run_reference
 from agents.ppo.rollout import (
-    OBS_KEYS,
     VecRollout,
     gae,
     instant_weights,
+    obs_keys,
     obs_tensors,
     policy_outputs,
     sample_actions,
@@ -55,7 +55,7 @@ from agents.ppo.warmstart import (
     teacher_tensors,
 )
 from agents.ppo.workloads import make_env, training_generator, validation_workloads
-from frenzy_env.observation import OBS_VERSION
+from frenzy_env.observation import OBS_VERSION, UNIVERSAL_OBS_VERSION
 from frenzy_env.paths import append_json_line, atomic_open, atomic_write_json, atomic_write_text, json_text
 from frenzy_env.versions import ENV_VERSION
 
@@ -151,6 +151,7 @@ def _record(cfg: TrainConfig) -> dict[str, Any]:
         "agent": "ppo",  # agents.model_record
         **cfg.to_dict(),
         "obs_version": OBS_VERSION,
+        **({"universal_obs_version": UNIVERSAL_OBS_VERSION} if cfg.interface == "universal" else {}),
         "env_version": ENV_VERSION,
         "split": {
             "train": "synthetic seeds 0-499 (jobs_range, load_range) and random windows of `traces` "
@@ -210,11 +211,13 @@ class Validator:
 
     def reference_key(self) -> str:
         """What the reference's results depend on, as one string: the reference, the env version, the cluster,
-        the windows, each validation workload's name and seed, and a digest of their jobs."""
+        the windows, each validation workload's name and seed, a digest of their jobs, and the interface when it
+        is not "cluster" (the keys of cluster-layout runs are those of runs older than the field)."""
         digest = hashlib.sha256(repr([wl.jobs for _, wl, _ in self.items]).encode()).hexdigest()[:16]
+        layout = [] if self.cfg.interface == "cluster" else [self.cfg.interface]
         return json.dumps([
             self.reference, ENV_VERSION, self.cfg.cluster, self.cfg.queue_slots, self.cfg.running_slots,
-            [(name, seed) for name, _, seed in self.items], digest,
+            [(name, seed) for name, _, seed in self.items], digest, *layout,
         ])
 
     def run(self, policy: Any) -> np.ndarray:
@@ -236,7 +239,7 @@ class Validator:
                     jct[i] = self.envs[i].episode_metrics(truncated=True)["avg_time_in_system_h"]
                     cut[i] = True
                 break
-            batch = {k: np.stack([obs[i][k] for i in active]) for k in OBS_KEYS}
+            batch = {k: np.stack([obs[i][k] for i in active]) for k in obs_keys(obs[0])}
             mask_np = np.stack([self.envs[i].action_masks() for i in active])
             mask = th.from_numpy(mask_np)
             hint = guide_hints(None if guides is None else [guides[i] for i in active], mask_np)
@@ -275,7 +278,7 @@ def ppo_update(policy: Any, opt: Any, buf: dict[str, Any], adv: np.ndarray, ret:
     p = cfg.ppo
     n = adv.size
     flat = lambda x: x.reshape(n, *x.shape[2:])  # noqa: E731  (T, N, ...) -> (T*N, ...)
-    obs = {k: th.from_numpy(flat(buf["obs"][k])) for k in OBS_KEYS}
+    obs = {k: th.from_numpy(flat(buf["obs"][k])) for k in obs_keys(buf["obs"])}
     masks = th.from_numpy(flat(buf["masks"]))
     actions = th.from_numpy(flat(buf["actions"]))
     old_logp = th.as_tensor(flat(buf["logp"]), dtype=th.float32)

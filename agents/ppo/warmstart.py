@@ -91,15 +91,14 @@ def collect_teacher(cfg: TrainConfig, generator: Any) -> dict[str, Any]:
     Returns observations (dict of (n, ...) arrays of the network's keys), masks (n, A), actions (n,), the
     teacher's mean average JCT in hours and the share of its actions that are resizes.
     """
-    from agents.ppo.rollout import OBS_KEYS
-    from frenzy_env.env import FrenzyEnv
+    from agents.ppo.rollout import obs_keys
+    from agents.ppo.workloads import make_env
 
     p = cfg.ppo
-    env = FrenzyEnv(
-        cluster=cfg.cluster, workload=generator, queue_slots=cfg.queue_slots, running_slots=cfg.running_slots
-    )
+    env = make_env(cfg, generator)
     teacher = make_teacher(cfg, env)
-    obs_buf: dict[str, list[np.ndarray]] = {k: [] for k in OBS_KEYS}
+    keys = obs_keys(env.observation_space.spaces)
+    obs_buf: dict[str, list[np.ndarray]] = {k: [] for k in keys}
     masks, actions, jcts = [], [], []
     rng = np.random.default_rng(cfg.seed + 7)
     from frenzy_env.progress import progress_bar
@@ -113,7 +112,7 @@ def collect_teacher(cfg: TrainConfig, generator: Any) -> dict[str, Any]:
         while not done:
             mask = env.action_masks()
             a = teacher.act(mask)
-            for k in OBS_KEYS:
+            for k in keys:
                 obs_buf[k].append(obs[k])
             masks.append(mask)
             actions.append(a)

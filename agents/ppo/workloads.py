@@ -103,14 +103,14 @@ class _SeedRange:
 
 
 def make_env(cfg: TrainConfig, workload: Any, **options: Any) -> Any:
-    """A bare :class:`~frenzy_env.env.FrenzyEnv` of the configured cluster and windows for ``workload`` (a
-    generator or a fixed Workload), with any other env keyword in ``options`` (``preemption=True``); the
-    trainer steps it directly (no Monitor)."""
+    """A bare :class:`~frenzy_env.env.FrenzyEnv` of the configured cluster, interface and windows for
+    ``workload`` (a generator or a fixed Workload), with any other env keyword in ``options``
+    (``preemption=True``); the trainer steps it directly (no Monitor)."""
     from frenzy_env.env import FrenzyEnv
 
     return FrenzyEnv(
         cluster=cfg.cluster, workload=workload, queue_slots=cfg.queue_slots, running_slots=cfg.running_slots,
-        **options,
+        **{"interface": cfg.interface, **options},
     )
 
 
