@@ -8,11 +8,15 @@ Run it (from the repository root)::
 
 Every field of :class:`Args` is a flag (``--learning-rate 1e-3``; booleans take ``true``/``false``).
 
-**Environment.** ``frenzy/HeteroClusterSmall-v5`` (the 96-GPU "frenzy-testbed") made smaller through
-``gym.make`` keywords: 8 queue slots and 8 running slots (292 actions instead of 2,308) and a synthetic
-workload of 20 jobs at offered load 0.8. Each reset draws a new workload from its seed: training uses seeds
-from 10,000 up, the final evaluation seeds 0, 1, ... (never trained on). The episode budgets ``max_steps`` (30
-decisions per job; scripted schedulers take 3-4) and ``max_sim_hours`` (400 h) cut a thrashing episode short.
+**Environment.** :data:`ENV_ID` (``frenzy/HeteroClusterSmall-`` + the env version,
+``frenzy_env.versions.ENV_VERSION``: the 96-GPU "frenzy-testbed"; ``--env-id`` names another) made smaller through
+``gym.make`` keywords: 8 queue slots and 8 running slots (292 actions instead of 2,308 with the cluster layout)
+and a synthetic workload of 20 jobs at offered load 0.8. Each reset draws a new workload from its seed: training
+uses seeds from 10,000 up, the final evaluation seeds 0, 1, ... (never trained on). The episode budgets
+``max_steps`` (30 decisions per job; scripted schedulers take 3-4) and ``max_sim_hours`` (400 h) cut a thrashing
+episode short. ``--env-kwargs`` (a JSON object) adds or overrides ``gym.make`` keywords, e.g.
+``'{"interface": "universal", "one_action_per_instant": true, "resize_cooldown": 60, "max_steps": "auto",
+"max_sim_hours": "auto"}'``.
 
 **Reward.** :class:`frenzy_env.wrappers.ReferenceReward` with FIFO as the reference: each step's reward (minus
 the jobs in the system times the hours elapsed) is differenced against FIFO's cost on the same workload over
@@ -22,13 +26,15 @@ clock where it was costs ``decision_cost`` (0.01) more: decisions at one instant
 policy that resizes for ever at one instant would never be charged (the budgets cut it and the cut is
 bootstrapped), a trap PPO falls into from a random start.
 
-**Observation flattening.** The observation is a dict of flat boxes. ``queue`` (Q x 25) and ``running``
-(R x 25) are reshaped into one row per job slot (7 job features, then 18 per-plan-slot predicted times); the
-rest (``gpus``, ``nodes``, ``globals``) and both tables, flattened, are concatenated into one context vector.
+**Observation flattening.** The observation is a dict of flat boxes; every entry but ``action_mask``, in the
+observation space's key order, is concatenated into one vector, so the example reads whichever layout the env
+has (the cluster layout's ``gpus`` and ``nodes``, or ``interface="universal"``'s ``plans`` and ``gpus``). Within
+it, ``queue`` (Q x (7 + P)) and ``running`` (R x (7 + P), or 8 + P under the universal layout) are reshaped into
+one row per job slot (the job's features, then its predicted time on each of the P plan slots).
 
 **Network.** A shared trunk (MLP, 2 x 128, tanh) embeds the whole flattened observation into a context ``c``.
 The logits follow the env's action layout: 4 wait logits (wait, three timed waits) from ``c``; for start
-actions, one small MLP shared by all queue slots scores ``[queue row k, c]`` into 18 logits (one per plan slot
+actions, one small MLP shared by all queue slots scores ``[queue row k, c]`` into P logits (one per plan slot
 p); another does the same for running rows (resize actions). Sharing the row scorer across slots means a
 lesson learnt on slot 0 holds for slot 7. The critic is a separate MLP on the flattened observation.
 
@@ -51,6 +57,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import json
 import math
 import random
 import sys
@@ -66,14 +73,20 @@ from torch.distributions import Categorical
 import frenzy_env  # noqa: F401  (registers the frenzy/* ids)
 from baselines import make_policy
 from frenzy_env.evaluation.episodes import run_episode
+from frenzy_env.versions import ENV_VERSION
 from frenzy_env.workload import make_generator
 from frenzy_env.wrappers import ReferenceReward
+
+ENV_ID = f"frenzy/HeteroClusterSmall-{ENV_VERSION}"
+"""The default env id: the small cluster of the current env version (``--env-id`` names another)."""
+MASK_KEY = "action_mask"
 
 
 @dataclass
 class Args:
     seed: int = 0
-    env_id: str = "frenzy/HeteroClusterSmall-v5"
+    env_id: str = ENV_ID
+    env_kwargs: str = ""            # a JSON object of more gym.make keywords (they win over the fields below)
     num_jobs: int = 20              # jobs per workload (synthetic, offered load 0.8)
     queue_slots: int = 8
     running_slots: int = 8
@@ -121,23 +134,36 @@ def parse_args(argv: list[str] | None = None) -> Args:
     return Args(**ns)
 
 
+def env_kwargs(args: Args) -> dict:
+    """The ``gym.make`` keywords: the small cluster's windows, workload and budgets, then ``--env-kwargs``."""
+    extra = json.loads(args.env_kwargs) if args.env_kwargs.strip() else {}
+    if not isinstance(extra, dict):
+        raise SystemExit(f"--env-kwargs must be a JSON object, got {args.env_kwargs!r}")
+    return {
+        "queue_slots": args.queue_slots,
+        "running_slots": args.running_slots,
+        "workload": make_generator("synthetic-small", num_jobs=args.num_jobs),
+        "max_steps": args.steps_per_job * args.num_jobs,
+        "max_sim_hours": args.max_sim_hours,
+        **extra,
+    }
+
+
 def make_env(args: Args, reference: bool) -> gym.Env:
     """The small cluster env, with budgets; with ``reference``, wrapped in FIFO's differenced reward."""
-    env = gym.make(
-        args.env_id,
-        queue_slots=args.queue_slots,
-        running_slots=args.running_slots,
-        workload=make_generator("synthetic-small", num_jobs=args.num_jobs),
-        max_steps=args.steps_per_job * args.num_jobs,
-        max_sim_hours=args.max_sim_hours,
-    )
+    env = gym.make(args.env_id, **env_kwargs(args))
     return ReferenceReward(env, functools.partial(make_policy, "fifo")) if reference else env
 
 
-def flatten(obs: dict) -> tuple[np.ndarray, np.ndarray]:
-    """(flat float32 observation, mask). The flat vector is queue, running, then gpus, nodes, globals."""
-    flat = np.concatenate([obs["queue"], obs["running"], obs["gpus"], obs["nodes"], obs["globals"]])
-    return flat.astype(np.float32), obs["action_mask"].astype(bool)
+def feature_keys(space: gym.spaces.Dict) -> tuple[str, ...]:
+    """The observation entries the network reads: every one but the action mask, in the space's key order."""
+    return tuple(k for k in space.spaces if k != MASK_KEY)
+
+
+def flatten(obs: dict, keys: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(flat float32 observation, mask): the entries ``keys`` (:func:`feature_keys`) concatenated, and the mask."""
+    flat = np.concatenate([np.asarray(obs[k], np.float32).ravel() for k in keys])
+    return flat, obs[MASK_KEY].astype(bool)
 
 
 def layer(n_in: int, n_out: int, std: float = math.sqrt(2)) -> nn.Linear:
@@ -153,18 +179,22 @@ class Agent(nn.Module):
     def __init__(self, env: gym.Env, hidden: int) -> None:
         super().__init__()
         base = env.unwrapped
-        (self.q, self.width), (self.r, _) = base.queue_shape, base.running_shape
-        self.n_plans = self.width - 7
+        (self.q, self.qwidth), (self.r, self.rwidth) = base.queue_shape, base.running_shape
+        self.n_plans = base.num_plans  # a row is the job's features, then one entry per plan slot
         self.n_wait = 1 + len(base.wait_options)
-        obs_dim = flatten(env.observation_space.sample())[0].size
+        self.keys = feature_keys(env.observation_space)
+        sizes = [int(np.prod(env.observation_space[k].shape)) for k in self.keys]
+        starts = dict(zip(self.keys, np.cumsum([0, *sizes[:-1]]).tolist()))  # each entry's offset in the flat vector
+        self.q0, self.r0 = starts["queue"], starts["running"]
+        obs_dim = sum(sizes)
         assert self.n_wait + (self.q + self.r) * self.n_plans == env.action_space.n, "needs preemption=False"
         self.trunk = nn.Sequential(layer(obs_dim, hidden), nn.Tanh(), layer(hidden, hidden), nn.Tanh())
         self.wait_head = layer(hidden, self.n_wait, std=0.01)
 
-        def scorer() -> nn.Sequential:
-            return nn.Sequential(layer(self.width + hidden, 64), nn.Tanh(), layer(64, self.n_plans, std=0.01))
+        def scorer(width: int) -> nn.Sequential:
+            return nn.Sequential(layer(width + hidden, 64), nn.Tanh(), layer(64, self.n_plans, std=0.01))
 
-        self.start_head, self.resize_head = scorer(), scorer()
+        self.start_head, self.resize_head = scorer(self.qwidth), scorer(self.rwidth)
         self.critic = nn.Sequential(layer(obs_dim, hidden), nn.Tanh(), layer(hidden, hidden), nn.Tanh(),
                                     layer(hidden, 1, std=1.0))
 
@@ -175,8 +205,8 @@ class Agent(nn.Module):
         """Unmasked logits in the env's action order: waits, start (k, p) row-major, resize (r, p)."""
         c = self.trunk(x)
         n = x.shape[0]
-        qrows = x[:, : self.q * self.width].reshape(n, self.q, self.width)
-        rrows = x[:, self.q * self.width: (self.q + self.r) * self.width].reshape(n, self.r, self.width)
+        qrows = x[:, self.q0: self.q0 + self.q * self.qwidth].reshape(n, self.q, self.qwidth)
+        rrows = x[:, self.r0: self.r0 + self.r * self.rwidth].reshape(n, self.r, self.rwidth)
         start = self.start_head(torch.cat([qrows, c[:, None].expand(-1, self.q, -1)], dim=-1))
         resize = self.resize_head(torch.cat([rrows, c[:, None].expand(-1, self.r, -1)], dim=-1))
         return torch.cat([self.wait_head(c), start.reshape(n, -1), resize.reshape(n, -1)], dim=-1)
@@ -201,7 +231,7 @@ def evaluate(agent: Agent, args: Args) -> list[dict]:
             """Nothing to reset: the agent keeps no state between decisions."""
 
         def predict(self, obs, state=None, episode_start=None, deterministic=True, action_masks=None):
-            x, mask = flatten(obs)
+            x, mask = flatten(obs, agent.keys)
             with torch.no_grad():
                 logits = agent.logits(torch.as_tensor(x)[None])[0]
                 logits = torch.where(torch.as_tensor(mask), logits, torch.tensor(-1e8))
@@ -245,7 +275,7 @@ class Buffer:
     def zeros(cls, args: Args, env: gym.Env) -> Buffer:
         """Zeroed storage for ``num_steps`` decisions of ``num_envs`` envs like ``env``."""
         shape = (args.num_steps, args.num_envs)
-        obs_dim = flatten(env.observation_space.sample())[0].size
+        obs_dim = flatten(env.observation_space.sample(), feature_keys(env.observation_space))[0].size
         logprobs, rewards, values = (torch.zeros(shape) for _ in range(3))
         return cls(obs=torch.zeros((*shape, obs_dim)),
                    masks=torch.zeros((*shape, env.action_space.n), dtype=torch.bool),
@@ -258,19 +288,24 @@ class Envs:
     """The training envs, stepped in turn, and what carries over from one rollout to the next."""
 
     envs: list[gym.Env]
+    keys: tuple[str, ...]  # the observation entries flattened (feature_keys)
     cur: list[tuple[np.ndarray, np.ndarray]]  # each env's (flat observation, mask) now
     next_seed: int  # the next training workload's seed (evaluation uses 0, 1, ...)
     global_step: int = 0  # decisions so far
     illegal: int = 0  # actions picked that the mask forbade
     episodes: int = 0
+    truncated: int = 0  # episodes cut by a budget
     jcts: list[float] = field(default_factory=list)  # each finished episode's average JCT, for the progress line
+    returns: list[float] = field(default_factory=list)  # each ended episode's return (decision costs included)
+    running_return: list[float] = field(default_factory=list)  # each env's return so far in its episode
 
     @classmethod
     def reset(cls, args: Args, envs: list[gym.Env]) -> Envs:
         """Every env reset on its own training seed, from 10,000 + 1,000 x ``seed`` up."""
-        run = cls(envs, [], 10_000 + 1_000 * args.seed)
+        run = cls(envs, feature_keys(envs[0].observation_space), [], 10_000 + 1_000 * args.seed)
         for env in envs:
-            run.cur.append(flatten(env.reset(seed=run.next_seed)[0]))
+            run.cur.append(flatten(env.reset(seed=run.next_seed)[0], run.keys))
+            run.running_return.append(0.0)
             run.next_seed += 1
         return run
 
@@ -295,16 +330,20 @@ def collect(agent: Agent, run: Envs, buf: Buffer, args: Args) -> None:
             o, r, term, trunc, info = env.step(a)
             r -= args.decision_cost * (env.unwrapped.sim.now == t_before)  # an instant's decisions are not free
             buf.rewards[step, i], buf.dones[step, i] = r, float(term or trunc)
+            run.running_return[i] += float(r)
             if trunc and not term:  # cut by a budget: bootstrap from where it was cut
                 with torch.no_grad():
-                    buf.boot[step, i] = agent.get_value(torch.as_tensor(flatten(o)[0])[None])[0]
+                    buf.boot[step, i] = agent.get_value(torch.as_tensor(flatten(o, run.keys)[0])[None])[0]
             if term or trunc:
                 run.episodes += 1
+                run.truncated += int(not term)
+                run.returns.append(run.running_return[i])
+                run.running_return[i] = 0.0
                 if term:  # a finished episode's average JCT, for the progress line
                     run.jcts.append(info["metrics"]["avg_jct_h"])
                 o, _ = env.reset(seed=run.next_seed)
                 run.next_seed += 1
-            run.cur[i] = flatten(o)
+            run.cur[i] = flatten(o, run.keys)
 
 
 def gae(agent: Agent, run: Envs, buf: Buffer, args: Args) -> tuple[torch.Tensor, torch.Tensor]:
@@ -373,11 +412,13 @@ def train(args: Args, envs: list[gym.Env], agent: Agent, optimizer: torch.optim.
         advantages, returns = gae(agent, run, buf, args)
         loss = ppo_update(agent, optimizer, buf, advantages, returns, args)
         elapsed = time.time() - t_start
-        losses.append(dict(update=update, step=run.global_step, **loss))
+        losses.append(dict(update=update, step=run.global_step, episodes=run.episodes, **loss))
         recent = [j for j in run.jcts[-32:] if math.isfinite(j)]
         if update % 10 == 0 or update == num_updates:
-            print(f"update {update}/{num_updates} step {run.global_step} {elapsed:.0f}s  episodes {run.episodes}  "
-                  f"recent avg JCT {np.mean(recent) if recent else math.nan:.2f} h  pg {loss['pg']:.3f}  "
+            ret = np.mean(run.returns[-32:]) if run.returns else math.nan
+            print(f"update {update}/{num_updates} step {run.global_step} {elapsed:.0f}s  episodes {run.episodes} "
+                  f"({run.truncated} cut)  recent return {ret:.2f}  "
+                  f"avg JCT {np.mean(recent) if recent else math.nan:.2f} h  pg {loss['pg']:.3f}  "
                   f"v {loss['v']:.3f}  entropy {loss['entropy']:.2f}  kl {loss['kl']:.4f}", flush=True)
         if elapsed > 60 * args.max_minutes:
             print(f"stopping at the {args.max_minutes}-minute budget after {run.global_step} decisions")
@@ -401,8 +442,8 @@ def main(argv: list[str] | None = None) -> dict:
     train_s = time.time() - t_start
 
     rows = evaluate(agent, args)
-    print(f"\ntrained {run.global_step} decisions in {train_s:.0f} s ({run.episodes} episodes, {run.illegal} "
-          "illegal picks)")
+    print(f"\ntrained {run.global_step} decisions in {train_s:.0f} s ({run.episodes} episodes, {run.truncated} cut "
+          f"by a budget, {run.illegal} illegal picks)")
     print(f"{'seed':>4} {'PPO avg JCT h':>14} {'FIFO avg JCT h':>15} {'truncated':>9} {'unfinished':>10}")
     for row in rows:
         print(f"{row['seed']:>4} {row['ppo_jct_h']:>14.2f} {row['fifo_jct_h']:>15.2f}"
@@ -412,6 +453,7 @@ def main(argv: list[str] | None = None) -> dict:
     ppo, fifo = np.mean([r["ppo_jct_h"] for r in rows]), np.mean([r["fifo_jct_h"] for r in rows])
     print(f"{'mean':>4} {ppo:>14.2f} {fifo:>15.2f}   PPO/FIFO = {ppo / fifo:.3f}")
     return dict(args=args, losses=losses, eval=rows, illegal=run.illegal, decisions=run.global_step,
+                episodes=run.episodes, truncated=run.truncated, returns=list(run.returns),
                 train_s=train_s, ppo_avg_jct_h=float(ppo), fifo_avg_jct_h=float(fifo))
 
 if __name__ == "__main__":

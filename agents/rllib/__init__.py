@@ -17,14 +17,15 @@ The package re-exports the public names of its modules, so ``from agents.rllib i
 Masking
 -------
 FrenzyEnv observes a one-level ``Dict`` of flat float32 boxes (``queue``, ``running``, ``gpus``, ``nodes``,
-``globals``) plus the int8 ``action_mask`` (A,). RLlib's PPO networks need one flat vector, and its
-action-masking example module expects the layout ``{"action_mask", "observations"}``, so this package has its
-own :class:`MaskedPPOTorchRLModule` (a subclass of RLlib's ``DefaultPPOTorchRLModule``): it concatenates the
-float entries (in the observation space's key order) into a (B, F) vector for the default MLP encoder, and
-adds ``clamp(log(mask), min=FLOAT_MIN)`` to the action logits in every forward pass (exploration, inference
-and training), so illegal actions have probability zero. The env is used unchanged apart from
-:class:`InvalidStepInfo`, which adds ``info["invalid_step"]`` so that :class:`InvalidActionCallback` can
-report illegal actions per iteration (``invalid_actions`` in ``train_log.json``; it stays 0 with masking).
+``globals``; under ``interface="universal"`` ``plans`` in place of ``nodes``) plus the int8 ``action_mask`` (A,);
+everything here reads the entries from the env's space, so both layouts work. RLlib's PPO networks need one flat
+vector, and its action-masking example module expects the layout ``{"action_mask", "observations"}``, so this
+package has its own :class:`MaskedPPOTorchRLModule` (a subclass of RLlib's ``DefaultPPOTorchRLModule``): it
+concatenates the float entries (in the observation space's key order) into a (B, F) vector for the default MLP
+encoder, and adds ``clamp(log(mask), min=FLOAT_MIN)`` to the action logits in every forward pass (exploration,
+inference and training), so illegal actions have probability zero. The env is used unchanged apart from
+:class:`InvalidStepInfo`, which adds ``info["invalid_step"]`` so that :class:`InvalidActionCallback` can report
+illegal actions per iteration (``invalid_actions`` in ``train_log.json``; it stays 0 with masking).
 
 RLlib outside the CLI
 ---------------------
@@ -57,7 +58,9 @@ Evaluating a checkpoint
 Algorithm, no EnvRunners, no Ray cluster) and wraps it in :class:`RLlibPolicy`, which has the
 stable-baselines3 ``predict`` signature that :func:`frenzy_env.evaluation.episodes.play` calls, so
 ``frenzy evaluate --policies fifo,rllib --rllib-checkpoint OUT`` compares it with the baselines. A checkpoint
-is read with pickle (the module class and its constructor arguments): load only checkpoints you trust.
+is read with pickle (the module class and its constructor arguments): load only checkpoints you trust. It is
+refused unless its observation and action spaces equal the env's (compared as spaces, not by cluster name:
+under ``interface="universal"`` a checkpoint of one cluster plays on any other of at most 4 GPU types).
 """
 
 from __future__ import annotations

@@ -19,7 +19,9 @@ class RLlibTrainConfig:
 
     Environment: ``cluster`` (cluster preset), ``workload`` (workload preset), ``predictor`` (memory
     predictor), ``queue_slots``/``running_slots`` (env sizes), ``max_episode_steps`` (env truncation; None:
-    episodes run until every job is done).
+    episodes run until every job is done), ``interface`` (default None: the env's default layout; ``"cluster"``
+    or ``"universal"``: :class:`~frenzy_env.env.FrenzyEnv`'s ``interface`` keyword, under which a checkpoint
+    has the same spaces on every cluster of at most 4 GPU types).
     Sampling: ``num_env_runners`` EnvRunner actors (0: sample in the driver process), each stepping
     ``num_envs_per_env_runner`` envs; ``train_batch_size`` env steps per iteration.
     Objective: ``reference`` (a ``baselines`` policy name; None: the env's raw reward) and ``reward_gain``: the
@@ -41,6 +43,7 @@ class RLlibTrainConfig:
     queue_slots: int = 64
     running_slots: int = 64
     max_episode_steps: int | None = None
+    interface: str | None = None
     iterations: int = 10
     num_env_runners: int = 1
     num_envs_per_env_runner: int = 4
@@ -63,6 +66,7 @@ class RLlibTrainConfig:
     progress: bool = True
 
     def __post_init__(self) -> None:
+        from frenzy_env.observation import INTERFACES
         from frenzy_env.simulator import PREDICTORS
         from frenzy_env.workload import make_generator
         from frenzy_env.world.cluster import ClusterSpec
@@ -111,6 +115,8 @@ class RLlibTrainConfig:
                 f"num_cpus ({self.num_cpus}) applies to a local Ray only; it cannot be combined with "
                 f"address={self.address!r}"
             )
+        if self.interface is not None and self.interface not in INTERFACES:
+            raise ConfigError(f"interface must be one of {', '.join(INTERFACES)} or None, got {self.interface!r}")
         if self.predictor not in PREDICTORS:
             raise ConfigError(f"predictor must be one of {', '.join(PREDICTORS)}, got {self.predictor!r}")
         ClusterSpec.preset(self.cluster)  # UnknownNameError lists the presets
@@ -137,10 +143,12 @@ class RLlibTrainConfig:
     def env_config(self) -> dict[str, Any]:
         """The RLlib ``env_config``: the keyword arguments of :class:`~frenzy_env.env.FrenzyEnv`, plus
         ``reference`` and ``reward_gain`` when the reward is differenced (:func:`~agents.rllib.envs.make_env` takes
-        them off)."""
+        them off); ``interface`` only when set."""
         reward = {} if self.reference is None else {"reference": self.reference, "reward_gain": self.reward_gain}
+        layout = {} if self.interface is None else {"interface": self.interface}
         return {
             **reward,
+            **layout,
             "cluster": self.cluster,
             "workload": self.workload,
             "predictor": self.predictor,

@@ -67,15 +67,17 @@ def _quiet_rllib_deprecations() -> Any:
 
 
 def _trained_for(module_dir: Path) -> str:
-    """", trained on cluster 'X' with queue_slots=Q, running_slots=R" from the run's ``config.json``
-    beside ``checkpoint/`` (empty when the module is not inside a training run folder)."""
+    """" (its config.json: cluster 'X', interface 'I', queue_slots=Q, running_slots=R)" from the run's
+    ``config.json`` beside ``checkpoint/`` (the interface only where the run set it; empty when the module is
+    not inside a training run folder)."""
     if tuple(module_dir.parts[-len(MODULE_SUBDIR.parts):]) != MODULE_SUBDIR.parts:
         return ""
     config = module_dir.parents[len(MODULE_SUBDIR.parts) - 1].parent / "config.json"
     try:
         data = json.loads(config.read_text())
+        layout = f"interface {data['interface']!r}, " if data.get("interface") is not None else ""
         return (
-            f" (its config.json: cluster {data['cluster']!r}, queue_slots={data['queue_slots']}, "
+            f" (its config.json: cluster {data['cluster']!r}, {layout}queue_slots={data['queue_slots']}, "
             f"running_slots={data['running_slots']})"
         )
     except (OSError, ValueError, KeyError, TypeError):
@@ -83,25 +85,41 @@ def _trained_for(module_dir: Path) -> str:
 
 
 def _check_env_spaces(module: Any, env: Any, path: str | os.PathLike, module_dir: Path) -> None:
-    """ConfigError naming the checkpoint unless the module's spaces have the shapes of ``env``'s."""
+    """ConfigError naming the checkpoint unless the module's observation and action spaces equal ``env``'s.
+
+    The spaces are compared, not the clusters: under ``interface="universal"`` every cluster of at most 4 GPU
+    types has the same spaces, so a checkpoint of one plays on another; with the cluster layout the spaces
+    differ between clusters (plan slots, ``gpus``, ``nodes``) and the checkpoint is refused."""
     base = env.unwrapped
     m_obs, e_obs = module.observation_space, base.observation_space
-    m_shapes = {k: s.shape for k, s in m_obs.spaces.items()} if isinstance(m_obs, gym.spaces.Dict) else {}
-    e_shapes = {k: s.shape for k, s in e_obs.spaces.items()}
-    m_n, e_n = int(getattr(module.action_space, "n", -1)), int(base.action_space.n)
-    if m_shapes == e_shapes and m_n == e_n:
+    m_spaces = dict(m_obs.spaces) if isinstance(m_obs, gym.spaces.Dict) else {}
+    e_spaces = dict(e_obs.spaces)
+    m_act, e_act = module.action_space, base.action_space
+    if m_spaces == e_spaces and m_act == e_act:
         return
-    diffs = [f"action space Discrete({m_n}) vs Discrete({e_n})"] if m_n != e_n else []
+    diffs = [f"action space {m_act} vs {e_act}"] if m_act != e_act else []
     diffs += [
-        f"observation {k!r} {m_shapes.get(k, 'missing')} vs {e_shapes.get(k, 'missing')}"
-        for k in sorted(set(m_shapes) | set(e_shapes))
-        if m_shapes.get(k) != e_shapes.get(k)
+        f"observation {k!r} {_difference(m_spaces.get(k), e_spaces.get(k))}"
+        for k in sorted(set(m_spaces) | set(e_spaces))
+        if m_spaces.get(k) != e_spaces.get(k)
     ]
+    layout = getattr(getattr(base, "sim_config", None), "interface", None)
     raise ConfigError(
         f"RLlib checkpoint {str(path)!r} does not fit this env (checkpoint vs env: {'; '.join(diffs)}); it was "
-        f"trained for another cluster or slot count{_trained_for(module_dir)}, this env has cluster "
-        f"{base.cluster.name!r}, queue_slots={base.queue_slots}, running_slots={base.running_slots}"
+        f"trained for other spaces (another cluster, interface or slot count){_trained_for(module_dir)}, this env "
+        f"has cluster {base.cluster.name!r}, "
+        + (f"interface {layout!r}, " if layout is not None else "")
+        + f"queue_slots={base.queue_slots}, running_slots={base.running_slots}"
     )
+
+
+def _difference(ours: Any, theirs: Any) -> str:
+    """"A vs B" of two unequal spaces: their shapes (``missing`` for None), or the spaces themselves where the
+    shapes agree (the bounds or the dtype differ)."""
+    shape = lambda space: "missing" if space is None else getattr(space, "shape", space)  # noqa: E731
+    if shape(ours) != shape(theirs):
+        return f"{shape(ours)} vs {shape(theirs)}"
+    return f"{ours} vs {theirs}"
 
 
 class RLlibPolicy:

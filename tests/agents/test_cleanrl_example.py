@@ -3,10 +3,16 @@ per seed next to FIFO's, and never an illegal action (in training or in evaluati
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
 from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
 
 from agents import cleanrl_ppo
 
@@ -40,3 +46,74 @@ def test_runs_as_a_script():
         [sys.executable, "agents/cleanrl_ppo.py", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 0 and "--total-timesteps" in proc.stdout and "--quick" in proc.stdout
+
+
+# ------------------------------------------------------------------------------------------ layouts and env v6 prep
+PACED = {"interface": "universal", "one_action_per_instant": True, "resize_cooldown": 60, "max_steps": "auto",
+         "max_sim_hours": "auto"}
+
+
+def test_default_env_id_follows_the_env_version():
+    from frenzy_env.versions import ENV_VERSION
+
+    assert cleanrl_ppo.ENV_ID == f"frenzy/HeteroClusterSmall-{ENV_VERSION}" == cleanrl_ppo.Args().env_id
+    assert cleanrl_ppo.parse_args(["--env-id", "frenzy/Doubling64-v5"]).env_id == "frenzy/Doubling64-v5"
+
+
+def test_default_env_keywords_are_unchanged():
+    args = cleanrl_ppo.Args()
+    kwargs = cleanrl_ppo.env_kwargs(args)
+    assert set(kwargs) == {"queue_slots", "running_slots", "workload", "max_steps", "max_sim_hours"}
+    assert (kwargs["queue_slots"], kwargs["running_slots"], kwargs["max_steps"], kwargs["max_sim_hours"]) == (
+        8, 8, 30 * 20, 400.0)
+    env = cleanrl_ppo.make_env(args, reference=False).unwrapped
+    interface = gym.make(args.env_id).unwrapped.sim_config.interface  # the id's own layout: the example sets none
+    assert env.sim_config.interface == interface
+    assert env.action_space.n == {"cluster": 292, "universal": 452}[interface]  # 4 waits + 16 slots x P plans
+
+
+def test_env_kwargs_add_and_override_keywords():
+    args = cleanrl_ppo.parse_args(["--env-kwargs", json.dumps(PACED)])
+    env = cleanrl_ppo.make_env(args, reference=False).unwrapped
+    assert env.sim_config.interface == "universal" and env.sim_config.one_action_per_instant
+    assert env.sim_config.resize_cooldown == 60 and env.max_steps == "auto" and env.max_sim_hours == "auto"
+    with pytest.raises(SystemExit, match="must be a JSON object"):
+        cleanrl_ppo.env_kwargs(cleanrl_ppo.parse_args(["--env-kwargs", "[1]"]))
+
+
+@pytest.mark.parametrize("layout", [{}, {"interface": "universal"}])
+def test_flatten_and_rows_follow_the_observation_space(layout):
+    env = cleanrl_ppo.make_env(cleanrl_ppo.parse_args(["--env-kwargs", json.dumps(layout)]), reference=False)
+    obs, _ = env.reset(seed=0)
+    keys = cleanrl_ppo.feature_keys(env.observation_space)
+    assert keys == tuple(k for k in env.observation_space.spaces if k != "action_mask")
+    assert ("nodes" in keys) == (not layout) and ("plans" in keys) == bool(layout)
+    x, mask = cleanrl_ppo.flatten(obs, keys)
+    assert x.dtype == np.float32 and np.array_equal(x, np.concatenate([obs[k] for k in keys]))
+    assert mask.dtype == bool and np.array_equal(mask, obs["action_mask"].astype(bool))
+    agent = cleanrl_ppo.Agent(env, hidden=16)
+    base = env.unwrapped
+    q, r = base.queue_shape, base.running_shape
+    assert np.array_equal(x[agent.q0: agent.q0 + q[0] * q[1]], obs["queue"])  # the rows the start scorer reads
+    assert np.array_equal(x[agent.r0: agent.r0 + r[0] * r[1]], obs["running"])  # and the resize scorer
+    assert agent.logits(torch.as_tensor(x)[None]).shape == (1, env.action_space.n)
+
+
+def test_paced_universal_run_without_decision_cost_ends_its_episodes():
+    """env v6's pacing and budgets (issue 55 item 5): the example trains and evaluates with no decision cost."""
+    result = cleanrl_ppo.main(["--quick", "--decision-cost", "0", "--num-jobs", "4", "--env-kwargs",
+                               json.dumps(PACED)])
+    assert result["illegal"] == 0 and result["args"].decision_cost == 0
+    assert result["episodes"] >= 2 and len(result["returns"]) == result["episodes"]  # 4-job episodes end in training
+    for row in result["eval"]:
+        assert row["ppo_invalid"] == 0 and row["ppo_truncated"] == 0 and row["ppo_unfinished"] == 0
+        assert math.isfinite(row["ppo_jct_h"]) and row["fifo_truncated"] == 0
+
+
+@pytest.mark.slow
+def test_paced_universal_training_ends_episodes():
+    """A longer run (about 20,000 decisions) under the pacing and "auto" budgets: training episodes end."""
+    result = cleanrl_ppo.main(["--decision-cost", "0", "--total-timesteps", "20480", "--num-envs", "4",
+                               "--num-jobs", "8", "--eval-seeds", "2", "--env-kwargs", json.dumps(PACED)])
+    assert result["episodes"] >= 2 and result["illegal"] == 0
+    assert len(result["returns"]) == result["episodes"] and all(math.isfinite(r) for r in result["returns"])
