@@ -277,9 +277,10 @@ class AsrptPolicy(ScriptedPolicy):
     release: ``"timer"`` (default: wake-ups at virtual completions and deadlines), ``"lookahead"`` or
         ``"strict"``; see "Decision points".
     seed: random state of the forest.
-    history: finished jobs the forest is trained on before each episode (default None: none, a cold forest;
-        ``"auto"``: the jobs before the episode from the env's workload generator, ignored by the predictors
-        without a forest; a Workload or a sequence of JobSpec, ``predictor="forest"`` only; see "Predictor").
+    history: finished jobs the forest is trained on before each episode (default ``"auto"``: the jobs before
+        the episode from the env's workload generator, as the paper trains its forest on the first 80% of its
+        trace, ignored by the predictors without a forest; None: none, a cold forest; a Workload or a sequence
+        of JobSpec, ``predictor="forest"`` only; see "Predictor").
     placement: ``"heavy_edge"`` (default: heavy jobs wait for a consolidated placement) or ``"any"`` (no
         wait); the rule of :mod:`baselines.heavy_edge`, shared with the comparators.
     head: what a released job that cannot start holds back (default ``"strict"``: every job behind it;
@@ -298,7 +299,7 @@ class AsrptPolicy(ScriptedPolicy):
         unseen: str = "zero",
         release: str = "timer",
         seed: int = 0,
-        history: Workload | Sequence[JobSpec] | str | None = None,
+        history: Workload | Sequence[JobSpec] | str | None = AUTO,
         placement: str = "heavy_edge",
         head: str = "strict",
     ) -> None:

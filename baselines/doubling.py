@@ -16,9 +16,11 @@ OOM failure), detected through the simulator's counters:
 3. The allocation is realised through actions: shrinking resizes first (they free GPUs), then starts of
    admitted queued jobs (at the largest size <= the target that can be placed now), then growing resizes.
    A resized job pays the restart overhead (the simulator charges it). The env refuses to resize a job still
-   starting up: the policy sets a timer (a wake-up, ``env.request_wakeup``) at the end of that job's start-up
-   (``view.running[j].progress_from``) and resizes it then. Resizes that cannot be placed yet are retried at
-   later decisions (GPUs are freed only at events).
+   starting up, or within ``SimConfig.resize_cooldown`` of its last start or resize (env v6's pacing): the
+   policy sets a timer (a wake-up, ``env.request_wakeup``) at the first time the env allows the resize (the end
+   of that job's start-up, ``view.running[j].progress_from``, or of its cooldown, whichever is later) and
+   resizes it then. Resizes that cannot be placed yet are retried at later decisions (GPUs are freed only at
+   events).
 
 Heterogeneous clusters (the paper has one GPU type): each GPU type is a separate pool. A running job keeps
 its GPU type; an admitted queued job takes the type where its smallest size is fastest among the pools
@@ -172,6 +174,8 @@ class DoublingPolicy(ScriptedPolicy):
         self._unit_rows: dict[tuple[int, int], np.ndarray] = {}
         self.recomputes = 0
         self._counters: tuple = ()
+        self._cooldown = float(view.config.resize_cooldown or 0.0)  # SimConfig.resize_cooldown (None: 0)
+        self._acted: dict[int, float] = {}  # job -> time of this policy's last start or resize of it
 
     def _plan(self, t: int, count: int) -> int:
         return t * self._stride + int(np.searchsorted(self.levels, count))
@@ -378,11 +382,21 @@ class DoublingPolicy(ScriptedPolicy):
         action = self._realise(mask)
         # the timer is set before the action is taken: after a start or resize the env may advance by itself
         self.wake_at(self.next_due(action))
+        if action >= self.env.first_start:  # a start or resize (this policy never preempts): its cooldown's origin
+            self._acted[self._acted_job(action)] = view.now
         return action
+
+    def _acted_job(self, action: int) -> int:
+        """The job a start or resize ``action`` acts on (in the env's windows as they are now)."""
+        env = self.env
+        if action < env.first_resize:
+            return int(env.visible_queue[(action - env.first_start) // self.view.num_plans])
+        return int(env.visible_running[(action - env.first_resize) // self.view.num_plans])
 
     def next_due(self, action: int | None = None) -> float:
         """When the policy must act although nothing happens in the simulator (inf: never): the earliest end
-        of an exploration step, or end of start-up of a job whose resize is waiting for it. ``action``, about
+        of an exploration step, or the time the env first allows the resize a job is waiting for (the end of its
+        start-up, or of its ``resize_cooldown`` after this policy's last start or resize of it). ``action``, about
         to be taken: a start or resize of an exploring job begins a step, which ends ``explore_time`` after its
         start-up (``view.startup_seconds``, ``view.restart_seconds`` for a resize)."""
         view, env = self.view, self.env
@@ -405,8 +419,11 @@ class DoublingPolicy(ScriptedPolicy):
                 due = min(due, run.progress_from + self.explore_time)
         for j in self._todo:
             run = running.get(j)
-            if run is not None and run.progress_from > now and run.plan != self._plan(*self.target[j]):
-                due = min(due, run.progress_from)
+            if run is None or run.plan == self._plan(*self.target[j]):
+                continue
+            ready = max(run.progress_from, self._acted.get(j, -np.inf) + self._cooldown)
+            if ready > now:
+                due = min(due, ready)
         return due
 
     def _realise(self, mask: np.ndarray) -> int:

@@ -94,7 +94,7 @@ class QueueOrderPolicy(ScriptedPolicy):
         tau: float = DEFAULT_TAU,
         unseen: str = "zero",
         seed: int = 0,
-        history: Workload | Sequence[JobSpec] | str | None = None,
+        history: Workload | Sequence[JobSpec] | str | None = "auto",
     ) -> None:
         super().__init__(env)
         if order not in ORDERS:

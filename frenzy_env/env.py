@@ -60,8 +60,8 @@ class FrenzyEnv(gym.Env):
     ``start_rows(mask)`` do the arithmetic. With ``preemption=True`` R more actions follow:
     ``first_preempt + r`` (``first_preempt = 1 + W + Q*P + R*P``) preempts the r-th running job (checkpoint,
     back to the queue with its progress; legal when a resize is, as time goes: once its start-up is over and
-    as the ``resize_cooldown`` and ``one_action_per_instant`` keywords allow; the stop's cost is paid
-    by its next start: :meth:`ClusterSimulator.preempt`); ``preempt_action(job)`` gives the index. "Wait" and
+    as the ``resize_cooldown`` and ``one_action_per_instant`` keywords allow; what the stop costs follows
+    ``stop_mode``: :meth:`ClusterSimulator.preempt`); ``preempt_action(job)`` gives the index. "Wait" and
     the timed waits are legal while anything is pending (a finish, an OOM, an arrival, a wake-up), so no policy
     can keep an episode from ending by waiting.
     A plan slot p is a (GPU type, GPU count); the layout it runs is the ``layouts`` option: ``"predictor"``
@@ -69,12 +69,12 @@ class FrenzyEnv(gym.Env):
     pipelines included; ``"no_accumulation"`` (the default, v5's) the fastest feasible layout with
     ``pp == 1`` and no gradient accumulation (MARP's (d, t) plans, per-GPU batch ``B / d``), else the
     ``"predictor"`` choice. The spaces are the same under both.
-    The plan slots are the ``interface`` keyword's: ``"cluster"`` (the default) the cluster's GPU types x the
-    counts up to ``min(max_plan_gpus, the largest type's GPUs)`` (frenzy-testbed: P = 18, ``Discrete(2,308)``);
-    ``"universal"`` a fixed grid of 4 type slots (the cluster's types, memory first, then speed) x the counts 1,
-    2, ..., 64, P = 28 on every cluster of at most 4 GPU types (``Discrete(3,588)`` with the default windows),
-    slot ``t * 7 + k`` of type slot t and 2**k GPUs; a slot whose type the cluster lacks or whose count it cannot
-    hold is never legal. The same policy decisions give the same episode under both (``sim.plan_index(type,
+    The plan slots are the ``interface`` keyword's: ``"universal"`` (the default) a fixed grid of 4 type slots
+    (the cluster's types, memory first, then speed) x the counts 1, 2, ..., 64, P = 28 on every cluster of at
+    most 4 GPU types (``Discrete(3,588)`` with the default windows), slot ``t * 7 + k`` of type slot t and 2**k
+    GPUs, a slot whose type the cluster lacks or whose count it cannot hold never legal; ``"cluster"`` (v5's)
+    the cluster's GPU types x the counts up to ``min(max_plan_gpus, the largest type's GPUs)`` (frenzy-testbed:
+    P = 18, ``Discrete(2,308)``). The same policy decisions give the same episode under both (``sim.plan_index(type,
     count)`` gives a slot's index).
     ``action_masks()`` gives exactly the legal actions: the plan is memory-feasible under the predictor,
     has not crashed for that job before, and is placeable on currently free GPUs; resizing to the current
@@ -85,9 +85,9 @@ class FrenzyEnv(gym.Env):
 
     ## Observation Space
     A one-level ``Dict`` of flat float32 ``Box`` es (values in [0, 2]) plus the int8 mask; ``queue`` and
-    ``running`` are flattened row-major from ``env.queue_shape`` and ``env.running_shape``:
-    ``queue`` (Q, 7 + P): present, wait, best predicted run time, model size, batch, sequence length,
-    requested GPUs, then predicted run time on each plan slot (0 when not available);
+    ``running`` are flattened row-major from ``env.queue_shape`` and ``env.running_shape``. Under
+    ``interface="cluster"`` (v5's layout): ``queue`` (Q, 7 + P): present, wait, best predicted run time, model size,
+    batch, sequence length, requested GPUs, then predicted run time on each plan slot (0 when not available);
     ``running`` (R, 7 + P): present, elapsed, predicted remaining time, GPUs, GPU type, restarts, progress,
     then predicted remaining time on each plan slot; ``gpus`` (2T,): free fraction and capacity share of
     each GPU type; ``nodes`` (N,): free fraction of each node; ``globals`` (12,): queue length, running
@@ -95,8 +95,8 @@ class FrenzyEnv(gym.Env):
     event, running jobs in all and beyond the window, whole-system queued and running work (predicted
     seconds), queued GPU demand; ``action_mask`` (A,) int8. Times are ``log1p(seconds)/16``. Every name and
     scale is in :mod:`frenzy_env.observation`.
-    With ``interface="universal"`` the entries are the same on every cluster: ``queue`` (Q, 7 + 28) as above on
-    the grid's slots (0 on absent ones); ``running`` (R, 8 + 28): present, elapsed, predicted remaining time,
+    Under the default ``interface="universal"`` the entries are the same on every cluster: ``queue`` (Q, 7 + 28) as
+    above on the grid's slots (0 on absent ones); ``running`` (R, 8 + 28): present, elapsed, predicted remaining time,
     GPUs, the held type's peak speed and memory (not its index), restarts, progress, then the time left on each
     slot; ``plans`` (28, 5) (``env.plans_shape``): per plan slot present, GPUs, its type's speed and memory, and
     whether the type has that many GPUs free; ``gpus`` (4, 9) (``env.gpus_shape``): per type slot present, free
@@ -145,30 +145,30 @@ class FrenzyEnv(gym.Env):
     :attr:`budgets` gives an episode's two), ``render_mode`` ("ansi" | "rgb_array"),
     ``preemption`` (False: no preempt actions), and any
     :class:`SimConfig` field (``startup_time``, ``restart_overhead``, ``checkpoint_bandwidth``,
-    ``load_bandwidth``, ``oom_delay``, ``max_plan_gpus``, ``interface`` ("cluster", the default: plan slots and
-    observation in the cluster's own shape; "universal": the same spaces on every cluster of at most 4 GPU types,
-    plans and GPU types described by features, see Action Space and Observation Space; it refuses a cluster of
-    more types and ``max_plan_gpus`` above 64),
-    ``placement``, ``work_info``, ``work_noise``, ``utilisation``; ``memory_truth`` ("residual", the default: the
-    extended estimate times a per-job factor drawn from measured residuals; "estimate", v4's truth; or
-    "published": the CUDA context plus a per-job factor, drawn from 27 published runs of six frameworks and the
-    caching allocator's fragmentation, times the layout's structural peak, no predictor's estimate,
-    :mod:`frenzy_env.world.memory.published_truth`) and
-    ``memory_margin`` (fraction of GPU memory the masks keep free, default 0); ``efficiency`` ("microbatch",
-    the default: per-GPU efficiency rising with the micro-batch, accumulation not free,
-    :mod:`frenzy_env.world.efficiency`; "per_type": the same with a curve and a level per GPU type; or "flat",
-    v4's speed); ``layouts`` ("no_accumulation", the default, or
-    "predictor", v4's plan-slot layouts, see Action Space); ``resize_cooldown`` (default None: a running job may
-    be resized or preempted once its start-up is over; a number of seconds: also not before that many seconds
-    after its last start or resize, 60 s being Pollux's and Sia's reallocation period) and
-    ``one_action_per_instant`` (default False: any number of actions on a job at one instant; True: at most one
-    start, resize or preemption of a job per simulated instant, so with it at most the jobs present plus one
-    steps pass before the clock moves): the masks show both rules, and the spaces are the same under them);
-    ``stop_mode`` (default "v5": a preemption frees the GPUs at once, keeps all progress and charges its save to
-    the next start; "save_first": it holds the GPUs while it saves, then frees them; "kill": it frees them at once
-    and, like a resize, restarts from the last periodic checkpoint) with ``checkpoint_interval`` (default None:
-    no stop loses work; seconds of run between periodic checkpoints, 1800 recommended, needed by "kill"; both
-    in :class:`SimConfig`).
+    ``load_bandwidth``, ``oom_delay``, ``max_plan_gpus``, ``interface`` ("universal", the default: the same
+    spaces on every cluster of at most 4 GPU types, plans and GPU types described by features, see Action Space
+    and Observation Space, refusing a cluster of more types and ``max_plan_gpus`` above 64; "cluster", v5's:
+    plan slots and observation in the cluster's own shape),
+    ``placement``, ``work_info``, ``work_noise``, ``utilisation``; ``memory_truth`` ("published", the default:
+    the CUDA context plus a per-job factor, drawn from 27 published runs of six frameworks and the caching
+    allocator's fragmentation, times the layout's structural peak, no predictor's estimate,
+    :mod:`frenzy_env.world.memory.published_truth`; "residual", v5's: the extended estimate times a per-job factor
+    drawn from measured residuals; or "estimate", v4's truth) and
+    ``memory_margin`` (fraction of GPU memory the masks keep free, default 0); ``efficiency`` ("per_type", the
+    default: per-GPU efficiency rising with the micro-batch on a curve and a level of each GPU type, the level
+    depending on the model's width, accumulation not free, :mod:`frenzy_env.world.efficiency`; "microbatch",
+    v5's: one curve for every type; or "flat", v4's speed); ``layouts`` ("no_accumulation", the default, or
+    "predictor", v4's plan-slot layouts, see Action Space); ``resize_cooldown`` (default 60 s, Pollux's and
+    Sia's reallocation period: a running job is not resized or preempted before that many seconds after its
+    last start or resize, nor before its start-up is over; None: the start-up only, v5's) and
+    ``one_action_per_instant`` (default True: at most one start, resize or preemption of a job per simulated
+    instant, so at most the jobs present plus one steps pass before the clock moves; False: any number, v5's):
+    the masks show both rules, and the spaces are the same under them; ``stop_mode`` (default "save_first": a
+    preemption holds the GPUs while it saves, then frees them; "kill": it frees them at once and, like a resize,
+    restarts from the last periodic checkpoint; "v5": it frees them at once, keeps all progress and charges its
+    save to the next start) with ``checkpoint_interval`` (default 1800 s, Check-N-Run's: seconds of run between
+    periodic checkpoints, what a kill loses at most; None: no stop loses work, v5's; both in :class:`SimConfig`).
+    The registered ids set ``max_steps`` and ``max_sim_hours`` to ``"auto"``.
     Unknown keywords raise :class:`ConfigError`. Window sizes: on the shipped ITP week under Frenzy more than 64
     jobs wait at 2% of decisions and more than 64 run at none (at 32 and 16 slots: 8.5% and 76%).
 
@@ -209,6 +209,17 @@ class FrenzyEnv(gym.Env):
       Frenzy's baseline plans as its paper does (``plans="paper"``, ranking ``"min_gpus_fastest"``). The v4
       world stays registered as ``frenzy/HeteroCluster-v4`` (and each preset's ``-v4`` id):
       :data:`frenzy_env.registration.V4_WORLD` and the workloads' ``sizing="v4"``.
+    * v6 (new spaces; universal observation version 1): an MDP that standard learners can learn on, on any
+      cluster, in a more faithful world (docs/world.md). The same observation and action spaces on every cluster
+      of at most 4 GPU types (``interface="universal"``: 28 plan slots on a fixed grid, plans and GPU types
+      described by features, ``Discrete(3,588)``); at most one action per job per instant
+      (``one_action_per_instant``) and a 60 s ``resize_cooldown``; budgets on every registered id
+      (``max_steps="auto"``, ``max_sim_hours="auto"``); a memory truth no predictor owns
+      (``memory_truth="published"``); a curve and a width-dependent level of efficiency per GPU type
+      (``efficiency="per_type"``); a preemption that pays its save on the GPUs it holds, and periodic checkpoints
+      (``stop_mode="save_first"``, ``checkpoint_interval=1800``); the ``cloud-mixed`` cluster of new GPU types
+      (``frenzy/CloudMixed-v6``). The v5 world stays registered as ``frenzy/HeteroCluster-v5`` (and each
+      preset's ``-v5`` id): :data:`frenzy_env.registration.V5_WORLD`; the shipped ``ppo`` model plays it.
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}

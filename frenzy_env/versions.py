@@ -1,5 +1,5 @@
-"""The environment's version: the suffix of every registered id (``frenzy/HeteroCluster-v5``) and the prefix
-of every benchmark suite's name (``v5-test``, :mod:`frenzy_env.workload.suites`).
+"""The environment's version: the suffix of every registered id (``frenzy/HeteroCluster-v6``) and the prefix
+of every benchmark suite's name (``v6-test``, :mod:`frenzy_env.workload.suites`).
 
 It goes up whenever the environment's dynamics or spaces change (with a Version History entry in
 :class:`frenzy_env.env.FrenzyEnv`'s docstring), which renames the ids and the suites with it: results of two
@@ -8,4 +8,4 @@ versions are never mixed under one name. A leaf module, so that every layer can 
 
 from __future__ import annotations
 
-ENV_VERSION = "v5"
+ENV_VERSION = "v6"

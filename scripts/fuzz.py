@@ -13,9 +13,11 @@ checked). Flags:
 - ``--steps N`` env steps to play (default 1,000,000); ``--seed S`` the seed every draw comes from (0);
 - ``--policies A,B,...`` the drivers to draw from (default ``all``): ``masked-random`` (a uniformly random legal
   action), ``unmasked-random`` (a uniformly random integer in [-3, n + 3), mostly illegal), ``ppo`` (the shipped
-  learned agent, ``agents.ppo.loading.load_policy``: it fits the frenzy-testbed presets without preemption and
-  refuses the other envs, counted as refusals) and any registered baseline (``baselines.POLICIES``);
-- ``--presets A,B,...`` the registered presets to draw from, by env id (default ``all``); ``--no-custom`` leaves
+  learned agent, ``agents.ppo.loading.load_policy``: it fits the frenzy-testbed presets' ``-v5`` ids, the world
+  it was trained in, without preemption and refuses the other envs, counted as refusals) and any registered
+  baseline (``baselines.POLICIES``);
+- ``--presets A,B,...`` the registered presets to draw from, by env id (default ``all``: each preset's current id
+  and its ``-v5`` id, :func:`frenzy_env.testing.fuzzing.fuzz_presets`); ``--no-custom`` leaves
   out the random small instances;
 - ``--preemption {on,off,both}`` and ``--budgets {on,off,both}`` (default ``both``: drawn per episode; the
   budgets are the env's ``max_steps``, 1 to ``--episode-steps`` steps, and ``max_sim_hours``, 0.01 to 100
@@ -41,8 +43,7 @@ from functools import partial
 
 import baselines
 from frenzy_env.paths import atomic_write_json
-from frenzy_env.registration import ENV_PRESETS
-from frenzy_env.testing.fuzzing import RANDOM_DRIVERS, SETTINGS, fuzz
+from frenzy_env.testing.fuzzing import RANDOM_DRIVERS, SETTINGS, fuzz, fuzz_presets
 
 AGENT = "ppo"  # the shipped learned agent's name among --policies
 
@@ -104,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         if value is not None and value < least:
             parser.error(f"{flag} must be an integer >= {least}, got {value}")
     names = _names(parser, "--policies", args.policies, [*RANDOM_DRIVERS, AGENT, *baselines.POLICIES])
-    presets = _names(parser, "--presets", args.presets, [p.env_id for p in ENV_PRESETS])
+    presets = _names(parser, "--presets", args.presets, list(fuzz_presets()))
     policies = {n: agent_factory if n == AGENT else partial(baselines.make_policy, n) for n in names}
     report = fuzz(
         args.steps, seed=args.seed, policies={n: f for n, f in policies.items() if n not in RANDOM_DRIVERS},

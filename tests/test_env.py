@@ -55,7 +55,7 @@ def test_sb3_check_env(preset):
 
 
 def test_default_id_uses_shipped_trace():
-    env = gym.make("frenzy/HeteroCluster-v5")
+    env = gym.make("frenzy/HeteroCluster-v6")
     obs, info = env.reset(seed=0)
     assert env.unwrapped.cluster.name == "frenzy-testbed"
     assert env.unwrapped.sim.num_jobs >= 500
@@ -163,7 +163,7 @@ def test_render_modes():
 
 def test_vector_envs_sync_and_async():
     for mode in ("sync", "async"):
-        envs = gym.make_vec("frenzy/HeteroClusterSmall-v5", num_envs=2, vectorization_mode=mode)
+        envs = gym.make_vec("frenzy/HeteroClusterSmall-v6", num_envs=2, vectorization_mode=mode)
         obs, _ = envs.reset(seed=0)
         assert obs["queue"].shape[0] == 2 and obs["queue"].ndim == 2
         actions = np.zeros(2, dtype=np.int64)  # wait is always legal at the start (arrivals pending)
@@ -209,7 +209,7 @@ def test_the_final_mask_allows_wait_and_stepping_on_needs_a_reset(max_steps):
 
 
 def test_sync_vector_env_with_masked_random_sampling_runs_through_episode_ends():
-    envs = gym.vector.SyncVectorEnv([lambda: gym.make("frenzy/HeteroClusterSmall-v5", **_tiny()) for _ in range(2)])
+    envs = gym.vector.SyncVectorEnv([lambda: gym.make("frenzy/HeteroClusterSmall-v6", **_tiny()) for _ in range(2)])
     obs, _ = envs.reset(seed=0)
     rng = np.random.default_rng(0)
     ends = 0
@@ -223,23 +223,40 @@ def test_sync_vector_env_with_masked_random_sampling_runs_through_episode_ends()
     assert ends >= 6
 
 
-def test_v4_ids_keep_the_v4_world_and_the_current_ids_are_v5():
-    from frenzy_env.registration import ENV_PRESETS, V4_WORLD
+def test_the_current_ids_are_v6_with_auto_budgets_and_the_v5_and_v4_ids_keep_their_worlds():
+    from frenzy_env.registration import ENV_PRESETS, ID_BUDGETS, V4_WORLD, V5_WORLD
     from frenzy_env.versions import ENV_VERSION
 
-    assert ENV_VERSION == "v5" and all(p.env_id.endswith("-v5") for p in ENV_PRESETS)
+    assert ENV_VERSION == "v6" and all(p.env_id.endswith("-v6") for p in ENV_PRESETS)
+    assert ID_BUDGETS == {"max_steps": "auto", "max_sim_hours": "auto"}
+    for preset in ENV_PRESETS:  # every preset: the current id with the budgets, the v5 and v4 ids with their worlds
+        stem = preset.env_id[: -len("v6")]
+        current, v5, v4 = gym.spec(preset.env_id), gym.spec(stem + "v5"), gym.spec(stem + "v4")
+        assert {k: current.kwargs.get(k) for k in ID_BUDGETS} == ID_BUDGETS
+        assert not set(V5_WORLD) & set(current.kwargs)  # the current id is the current defaults
+        assert {k: v5.kwargs.get(k) for k in V5_WORLD} == V5_WORLD and "max_steps" not in v5.kwargs
+        assert {k: v4.kwargs.get(k) for k in V4_WORLD} == V4_WORLD and "max_steps" not in v4.kwargs
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # Gymnasium's "out of date" notice for the older id
+        warnings.simplefilter("ignore")  # Gymnasium's "out of date" notice for the older ids
         old = gym.make("frenzy/HeteroCluster-v4").unwrapped
         small = gym.make("frenzy/Doubling64-v4").unwrapped
-    new = gym.make("frenzy/HeteroCluster-v5").unwrapped
+        v5 = gym.make("frenzy/HeteroCluster-v5").unwrapped
+    new = gym.make("frenzy/HeteroCluster-v6").unwrapped
+    assert new.max_steps == "auto" and new.max_sim_hours == "auto"
+    assert v5.max_steps is None and v5.max_sim_hours is None and old.max_steps is None
     for key, value in V4_WORLD.items():
         assert getattr(old.sim_config, key) == value != getattr(new.sim_config, key)
-    assert old._generator.sizing == "v4" and new._generator.sizing == "recorded"
-    assert old._generator.efficiency == "flat" and new._generator.efficiency == "microbatch"
+    for key, value in V5_WORLD.items():
+        assert getattr(v5.sim_config, key) == value != getattr(new.sim_config, key)
+    assert old._generator.sizing == "v4" and v5._generator.sizing == new._generator.sizing == "recorded"
+    assert old._generator.efficiency == "flat" and v5._generator.efficiency == "microbatch"
+    assert new._generator.efficiency == "per_type"
     # bound like a preset named by string: the generator follows the preset's cluster
     assert small.cluster.name == "doubling-64" and small._generator.cluster.name == "doubling-64"
-    assert old.observation_space == new.observation_space and old.action_space == new.action_space
+    # v4 and v5 share the cluster layout's spaces; v6's universal spaces differ from them
+    assert old.observation_space == v5.observation_space and old.action_space == v5.action_space
+    assert new.observation_space != v5.observation_space and new.action_space != v5.action_space
+    assert "plans" in new.observation_space.spaces and "plans" not in v5.observation_space.spaces
 
 
 def test_an_env_binds_its_generators_efficiency_to_its_own():
@@ -249,8 +266,9 @@ def test_an_env_binds_its_generators_efficiency_to_its_own():
     by_hand = FrenzyEnv(workload=make_generator("itp-default", sizing="v4"), **V4_WORLD)
     assert by_hand._generator.efficiency == "flat" and by_hand._generator.sizing == "v4"
     gen = SyntheticGenerator(num_jobs=5, efficiency="flat")
-    env = FrenzyEnv(workload=gen)  # v5's microbatch: the durations are drawn under the simulator's speed model
-    assert env._generator.efficiency == "microbatch" and gen.efficiency == "flat"  # the caller's object unchanged
-    wl = env._generator.generate(3)
-    same = dataclasses.replace(gen, efficiency="microbatch").generate(3)
-    assert [j.iterations for j in wl.jobs] == [j.iterations for j in same.jobs]
+    for kw, efficiency in (({}, "per_type"), ({"efficiency": "microbatch"}, "microbatch")):  # v6's default, v5's
+        env = FrenzyEnv(workload=gen, **kw)  # the durations are drawn under the simulator's speed model
+        assert env._generator.efficiency == efficiency and gen.efficiency == "flat"  # the caller's object unchanged
+        wl = env._generator.generate(3)
+        same = dataclasses.replace(gen, efficiency=efficiency).generate(3)
+        assert [j.iterations for j in wl.jobs] == [j.iterations for j in same.jobs]

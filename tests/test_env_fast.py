@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from frenzy_env.env import FrenzyEnv
+from frenzy_env.registration import V5_WORLD
 from frenzy_env.simulator import ClusterSimulator, SimConfig
 from frenzy_env.workload import SyntheticGenerator
 from frenzy_env.world.cluster import ClusterSpec, NodeSpec
@@ -21,15 +22,18 @@ from frenzy_env.world.placement import place
 
 # (env keywords, steps): shared nodes and multi-node jobs (testbed: 8- and 4-GPU nodes), out-of-memory
 # failures (the "frenzy" predictor), restarts without start-up, the spread placer, few slots (jobs beyond the
-# visible windows), a second cluster
+# visible windows), a second cluster; the current (v6) world by default, whose universal interface has absent
+# plan slots and the plans and gpus blocks, and the pacing rules (resize_cooldown, one_action_per_instant)
 CASES = [
     ({"cluster": "frenzy-testbed", "workload": "synthetic-small"}, 250),
     ({"cluster": "frenzy-testbed", "workload": "synthetic", "predictor": "frenzy", "oom_delay": 0.0}, 250),
-    ({"cluster": "frenzy-testbed", "workload": "synthetic", "startup_time": 0.0, "restart_overhead": 0.0}, 250),
+    # the v5 world (the cluster layout, no pacing: restarts without start-up, many actions at one instant)
+    ({"cluster": "frenzy-testbed", "workload": "synthetic", "startup_time": 0.0, "restart_overhead": 0.0,
+      **V5_WORLD}, 250),
     ({"cluster": "frenzy-testbed", "workload": "synthetic", "placement": "spread", "work_info": "noisy"}, 200),
     ({"cluster": "frenzy-testbed", "workload": "synthetic", "queue_slots": 3, "running_slots": 2}, 250),
-    ({"cluster": "pai-2020", "workload": "synthetic-small", "predictor": "frenzy"}, 150),
-    # the universal interface (absent plan slots, the plans and gpus blocks), with out-of-memory failures
+    # the cluster layout of v5 on a second cluster
+    ({"cluster": "pai-2020", "workload": "synthetic-small", "predictor": "frenzy", "interface": "cluster"}, 150),
     ({"cluster": "frenzy-testbed", "workload": "synthetic", "predictor": "frenzy", "interface": "universal"}, 200),
     ({"cluster": "pai-2020", "workload": "synthetic-small", "interface": "universal", "queue_slots": 3}, 150),
 ]
@@ -69,9 +73,16 @@ def _reference_masks(env: FrenzyEnv) -> np.ndarray:
     return mask
 
 
+def _rested(sim: ClusterSimulator, job: int) -> bool:
+    """The pacing rules by their definition (SimConfig): ``resize_cooldown`` seconds (None: 0) have passed since
+    ``job``'s last start, resize or preemption and, with ``one_action_per_instant``, that was before this instant."""
+    last, cfg = float(sim.last_action[job]), sim.config
+    return last + (cfg.resize_cooldown or 0.0) <= sim.now and (not cfg.one_action_per_instant or last < sim.now)
+
+
 def _placer_masks(env: FrenzyEnv) -> np.ndarray:
     """The mask from the placer itself (placement.place on the free GPUs, the job's own counted as free for a
-    resize), availability and start-up: no table of the simulator's."""
+    resize), availability, start-up and the pacing rules: no table of the simulator's."""
     sim, q, r, p = env.sim, env.queue_slots, env.running_slots, env.num_plans
     spec = env.cluster
     w = len(env.wait_options)
@@ -84,15 +95,18 @@ def _placer_masks(env: FrenzyEnv) -> np.ndarray:
         return place(free, spec.node_type_index, int(sim.plan_type[plan]), int(sim.plan_count[plan]),
                      int(sim.layout_tp[job, plan]), strategy) is not None
 
+    one_action = sim.config.one_action_per_instant
     for k, job in enumerate(sim.queue[:q]):
+        again = one_action and sim.last_action[job] >= sim.now  # acted on (preempted) at this instant
         for plan in range(p):
-            mask[1 + w + k * p + plan] = sim.pred_ok[job, plan] and not sim.oom_known[job, plan] and fits(
+            mask[1 + w + k * p + plan] = sim.pred_ok[job, plan] and not sim.oom_known[job, plan] and not again and fits(
                 job, plan, sim.state.free)
     for k, job in enumerate(list(sim.running)[:r]):
         run = sim.running[job]
         for plan in range(p):
             ok = sim.pred_ok[job, plan] and not sim.oom_known[job, plan] and plan != run.plan
-            ok = ok and run.progress_from <= sim.now and fits(job, plan, sim.state.free + run.counts)
+            ok = ok and run.progress_from <= sim.now and _rested(sim, job)
+            ok = ok and fits(job, plan, sim.state.free + run.counts)
             mask[1 + w + (q + k) * p + plan] = ok
     return mask
 
@@ -209,7 +223,8 @@ def test_resize_is_stop_then_launch(placement):
 
 
 def test_legal_masks_equal_start_and_resize_masks():
-    """The environment's one-call masks against the simulator's separate ones, for windows of every size."""
+    """The environment's one-call masks against the simulator's separate ones, for windows of every size (the
+    current world's pacing rules on: the placer's reference applies them by their definition)."""
     spec = ClusterSpec.preset("frenzy-testbed")
     wl = SyntheticGenerator(num_jobs=120, load=3.0, cluster=spec).generate(2)
     sim = ClusterSimulator(spec, wl, SimConfig(predictor="frenzy", startup_time=10.0))
@@ -231,10 +246,12 @@ def test_legal_masks_equal_start_and_resize_masks():
         for k, job in enumerate(rv[:2].tolist()):  # and the placer agrees: own GPUs count as free
             run = sim.running[job]
             for plan in range(p):
-                ok = (sim.avail[job, plan] and plan != run.plan and run.progress_from <= sim.now
+                ok = (sim.avail[job, plan] and plan != run.plan and run.progress_from <= sim.now and _rested(sim, job)
                       and place(sim.state.free + run.counts, spec.node_type_index, int(sim.plan_type[plan]),
                                 int(sim.plan_count[plan]), int(sim.layout_tp[job, plan]), "best_fit") is not None)
                 assert out[q_rows + k, plan] == ok
+        # any running job the pacing rules allow to preempt, unless it is saving already (stop_mode="save_first")
+        stoppable = [j for j in running.tolist() if _rested(sim, j) and not sim.saving_until[j] >= sim.now]
         u = rng.random()
         if u < 0.4 and want[q_rows:].any():
             k, plan = divmod(int(rng.choice(np.flatnonzero(want[q_rows:]))), p)
@@ -242,8 +259,8 @@ def test_legal_masks_equal_start_and_resize_masks():
         elif u < 0.75 and want[:q_rows].any():
             k, plan = divmod(int(rng.choice(np.flatnonzero(want[:q_rows]))), p)
             assert sim.start(int(qv[k]), plan)
-        elif u < 0.8 and running.size:
-            assert sim.preempt(int(rng.choice(running)))
+        elif u < 0.8 and stoppable:
+            assert sim.preempt(int(rng.choice(stoppable)))
         else:
             sim.advance()
         if sim.done:
@@ -277,10 +294,11 @@ def test_placer_fast_paths_agree_with_placement_place(cluster):
     sim = ClusterSimulator(spec, wl, SimConfig(max_plan_gpus=64))
     rng = np.random.default_rng(2)
     cap = spec.node_capacity
+    present = np.flatnonzero(sim.plan_present).tolist()  # the universal grid's absent slots hold no plan
     for trial in range(60):
         free = np.where(rng.random(len(cap)) < 0.5, cap, rng.integers(0, cap + 1))  # many empty nodes
         for job in rng.choice(sim.num_jobs, 3, replace=False).tolist():
-            for plan in range(sim.num_plans):
+            for plan in present:
                 want = place(free, spec.node_type_index, int(sim.plan_type[plan]), int(sim.plan_count[plan]),
                              int(sim.layout_tp[job, plan]), "best_fit")
                 got = sim._place(job, plan, free)

@@ -20,6 +20,12 @@ TRUNCATION_KEYS = {
 }
 
 
+#: env v5's pacing, which the hand-played episodes here rest on: no ``resize_cooldown``, so a running job may be
+#: resized (the thrashing policy) and the env consults the policy (a cut's decisions) as soon as its start-up ends;
+#: under v6's 60 s cooldown the thrashing policy cannot resize before the job makes progress
+NO_COOLDOWN = {"resize_cooldown": None}
+
+
 def _two_jobs(make_job):
     """Two gpt2 jobs of 1,000 iterations, submitted at 0 and 10 s."""
     return [make_job(0, 0.0, 1000.0), make_job(1, 10.0, 1000.0)]
@@ -28,7 +34,8 @@ def _two_jobs(make_job):
 def thrash(env) -> int:
     """A policy that resizes job 0 back and forth between plans 0 and 1 for ever, built from the env's actions
     and masks: start it on plan 0, then at every instant its restart is over resize it to the other plan, with
-    a timer (``request_wakeup``) at the end of each start-up so it never makes a step of progress."""
+    a timer (``request_wakeup``) at the end of each start-up so it never makes a step of progress (in an env
+    without ``resize_cooldown``: :data:`NO_COOLDOWN`)."""
     view, mask = env.view, env.action_masks()
     run = view.running.get(0)
     if run is None:
@@ -72,7 +79,7 @@ def _time_in_system_h(env) -> float:
 
 
 def test_a_thrashing_policy_never_ends_without_a_budget(tiny_cluster, make_job, make_env):
-    env = make_env(tiny_cluster, _two_jobs(make_job))
+    env = make_env(tiny_cluster, _two_jobs(make_job), **NO_COOLDOWN)
     _, steps, term, trunc, _, _ = _play(env, thrash, limit=1500)
     assert steps == 1500 and not term and not trunc
     assert env.sim.restarts > 400 and env.sim.done_iters.sum() == 0  # no progress at all, time goes on
@@ -80,7 +87,7 @@ def test_a_thrashing_policy_never_ends_without_a_budget(tiny_cluster, make_job, 
 
 
 def test_a_thrashing_policy_is_truncated_at_the_simulated_time_budget(tiny_cluster, make_job, make_env):
-    env = make_env(tiny_cluster, _two_jobs(make_job), max_sim_hours=2.0)
+    env = make_env(tiny_cluster, _two_jobs(make_job), max_sim_hours=2.0, **NO_COOLDOWN)
     ret, steps, term, trunc, info, before = _play(env, thrash)
     assert trunc and not term
     # the first step whose clock passes the budget (counted from reset, at t = 0 here)
@@ -109,7 +116,7 @@ def test_the_invariant_checker_agrees_with_a_truncated_episode(tiny_cluster, mak
     """The independent checker recomputes the truncation metrics and the return from the per-job records."""
     from frenzy_env.testing.checker import InvariantChecker
 
-    env = make_env(tiny_cluster, _two_jobs(make_job), max_sim_hours=0.5)
+    env = make_env(tiny_cluster, _two_jobs(make_job), max_sim_hours=0.5, **NO_COOLDOWN)
     checker = InvariantChecker(env, check_space=True)
     checker.on_reset(*env.reset(seed=0))
     trunc = False
@@ -123,22 +130,24 @@ def test_the_invariant_checker_agrees_with_a_truncated_episode(tiny_cluster, mak
 
 
 def test_a_thrashing_policy_is_truncated_at_the_step_budget(tiny_cluster, make_job, make_env):
-    env = make_env(tiny_cluster, _two_jobs(make_job), max_steps=40)
+    env = make_env(tiny_cluster, _two_jobs(make_job), max_steps=40, **NO_COOLDOWN)
     ret, steps, term, trunc, info, _ = _play(env, thrash)
     assert (steps, term, trunc) == (40, False, True)
     m = info["metrics"]
     assert m["truncated"] == 1.0 and m["unfinished"] == 2 and m["steps"] == 40
     assert ret == pytest.approx(-_time_in_system_h(env), rel=1e-9)
     # and a budget of either kind: whichever comes first
-    both = make_env(tiny_cluster, _two_jobs(make_job), max_steps=40, max_sim_hours=100.0)
+    both = make_env(tiny_cluster, _two_jobs(make_job), max_steps=40, max_sim_hours=100.0, **NO_COOLDOWN)
     assert _play(both, thrash)[1:4] == (40, False, True)
 
 
 def test_a_cut_counts_finished_and_future_jobs_honestly(tiny_cluster, make_job, make_env):
     """A budget that cuts a normal episode midway: finished jobs count their JCT, running and queued ones their
-    time so far, jobs not yet submitted are counted apart."""
+    time so far, jobs not yet submitted are counted apart. Without a cooldown (:data:`NO_COOLDOWN`): job 1 is
+    resizable once its start-up ends, so the policy is consulted at job 0's finish and waits a minute at a time
+    until the cut (under v6's cooldown the env would advance from job 0's finish to job 2's arrival at once)."""
     jobs = [make_job(0, 0.0, 200.0), make_job(1, 0.0, 1e8), make_job(2, 5e5, 100.0)]
-    env = make_env(tiny_cluster, jobs, max_sim_hours=1.0)
+    env = make_env(tiny_cluster, jobs, max_sim_hours=1.0, **NO_COOLDOWN)
 
     def first_legal_start_else_wait_a_minute(env):
         mask = env.action_masks()
@@ -221,10 +230,10 @@ def test_auto_budgets_scale_to_the_episode_workload(tiny_cluster, make_job, make
 
 
 def test_a_thrashing_policy_is_cut_by_the_auto_budgets(tiny_cluster, make_job, make_env):
-    env = make_env(tiny_cluster, _two_jobs(make_job), max_steps="auto")
+    env = make_env(tiny_cluster, _two_jobs(make_job), max_steps="auto", **NO_COOLDOWN)
     ret, steps, term, trunc, info, _ = _play(env, thrash)
     assert (steps, term, trunc) == (260, False, True) and info["metrics"]["truncated"] == 1.0
-    timed = make_env(tiny_cluster, _two_jobs(make_job), max_sim_hours="auto")
+    timed = make_env(tiny_cluster, _two_jobs(make_job), max_sim_hours="auto", **NO_COOLDOWN)
     _, steps, term, trunc, info, before = _play(timed, thrash)
     assert trunc and not term and timed.sim.now >= 3600.0 > before  # the floor: one simulated hour
 
@@ -401,7 +410,7 @@ def test_a_stock_time_limit_cut_reports_the_metrics(tiny_cluster, make_job, make
     from frenzy_env.testing.checker import InvariantChecker
 
     gym.register(id="frenzy-test/TimeLimitTwoJobs-v0", entry_point="frenzy_env.env:FrenzyEnv",
-                 kwargs={"cluster": tiny_cluster, "workload": make_workload(*_two_jobs(make_job))},
+                 kwargs={"cluster": tiny_cluster, "workload": make_workload(*_two_jobs(make_job)), **NO_COOLDOWN},
                  disable_env_checker=True)
     try:
         env = gym.make("frenzy-test/TimeLimitTwoJobs-v0", max_episode_steps=50)

@@ -120,6 +120,16 @@ SIM_OPS = st.lists(
 )
 
 
+def preempt_allowed(sim: ClusterSimulator, job: int) -> bool:
+    """The documented rules of :meth:`ClusterSimulator.preempt` for running ``job`` (its start-up is the env's
+    rule, not the simulator's): the pacing rules (``resize_cooldown`` seconds since its last start or resize and,
+    with ``one_action_per_instant``, no action on it at this instant) and no save of an earlier preemption under
+    way (``stop_mode="save_first"``)."""
+    cfg, last, now = sim.config, float(sim.last_action[job]), sim.now
+    rested = last + (cfg.resize_cooldown or 0.0) <= now and (not cfg.one_action_per_instant or last < now)
+    return bool(rested and not sim.saving_until[job] >= now)
+
+
 @PROPS
 @given(cluster=clusters(), workload=workloads(), sim_options=SIM_OPTIONS, seed=st.integers(0, 1000), ops=SIM_OPS)
 def test_simulator_actions_do_exactly_what_the_masks_promise(cluster, workload, sim_options, seed, ops):
@@ -136,7 +146,7 @@ def test_simulator_actions_do_exactly_what_the_masks_promise(cluster, workload, 
             expect = bool(job in sim.running and valid_plan and sim.resize_mask(np.array([job]))[0, plan])
             result = sim.resize(job, plan)
         elif op == "preempt":
-            expect = job in sim.running
+            expect = job in sim.running and preempt_allowed(sim, job)
             result = sim.preempt(job)
         else:
             expect = sim.has_pending_events()
@@ -181,18 +191,19 @@ def test_doomed_attempt_progress_never_exceeds_work(make_job, make_workload):
 
 def test_doomed_attempt_progress_is_not_banked_by_a_resize(make_job, make_workload):
     # gpt2-large at batch 1: plan 0 (A100-80GB x1) fits; plan 1 (P100-16GB x1) fits only under the "frenzy"
-    # formula. Start on the doomed plan, let time pass, resize to the good plan before the OOM at t = 90 s.
+    # formula. Start on the doomed plan, let time pass, resize to the good plan before the OOM at t = 90 s (at
+    # t = 60 s, the first instant the default 60 s resize_cooldown allows).
     cluster = ClusterSpec(
         "two", (NodeSpec("A100-80GB", 1), NodeSpec("P100-16GB", 1)), reference_gpu_type="A100-80GB"
     )
     jobs = (
         make_job(0, 0.0, 1e6, model="gpt2-large", batch_size=1, seq_len=128),
-        make_job(1, 45.0, 1.0, batch_size=1, seq_len=128),
+        make_job(1, 60.0, 1.0, batch_size=1, seq_len=128),
     )
     sim = ClusterSimulator(cluster, make_workload(*jobs), SimConfig(predictor="frenzy", startup_time=0, oom_delay=90))
     good, doomed = sim.plan_index("A100-80GB", 1), sim.plan_index("P100-16GB", 1)
     assert sim.true_ok[0, good] and sim.pred_ok[0, doomed] and not sim.true_ok[0, doomed]
     assert sim.start(0, doomed)
-    sim.advance()  # t = 45: the second job arrives
-    assert sim.resize(0, good)
+    sim.advance()  # t = 60: the second job arrives
+    assert sim.now == 60.0 and sim.resize(0, good)
     assert sim.progress(0) == 0.0, f"{sim.progress(0):.0f} iterations banked from an attempt that cannot run"

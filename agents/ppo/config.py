@@ -227,9 +227,9 @@ class TrainConfig:
     (their observations go through the network as one batch); vec_env: "dummy" (in-process, the only
     kind: on a few cores it beats subprocesses); seed: seeds the network, the envs and the workload draws;
     cluster: cluster preset; interface: the env's ``SimConfig.interface`` for every training, validation, teacher
-    and reference env ("cluster", the default: the cluster's own spaces, a model for that cluster only;
-    "universal": the fixed grid of docs/environment.md, a model that plays on every cluster of at most 4 GPU
-    types; a ``config.json`` without the key trained on "cluster"); workload: "mix"
+    and reference env ("universal", the default, env v6's: the fixed grid of docs/environment.md, a model that
+    plays on every cluster of at most 4 GPU types; "cluster", env v5's and the shipped model's: the cluster's own
+    spaces, a model for that cluster only; a ``config.json`` without the key trained on "cluster"); workload: "mix"
     (:class:`~agents.ppo.workloads.MixtureGenerator` over synthetic workloads and ``traces``) or a workload
     preset; traces: training trace windows;
     trace_fraction, jobs_range, load_range: the mixture's trace share and synthetic sizes and loads;
@@ -272,7 +272,7 @@ class TrainConfig:
     vec_env: str = "dummy"
     seed: int = 0
     cluster: str = "frenzy-testbed"
-    interface: str = "cluster"
+    interface: str = "universal"
     workload: str = "mix"
     traces: tuple[TraceWindows, ...] = ()
     trace_fraction: float = 0.3

@@ -238,9 +238,29 @@ def load_policy(
                 f"model {str(p)!r} was trained for action space {model.action_space} and observation shapes "
                 f"{_shapes(model.observation_space)}; this env has {base.action_space} and "
                 f"{_shapes(base.observation_space)} (cluster {base.cluster.name!r}, queue_slots={base.queue_slots}, "
-                f"running_slots={base.running_slots})"
+                f"running_slots={base.running_slots}){_layout_hint(p, model, base)}"
             )
     return PPOPolicy(model, env, p, sample=sample, seed=seed)
+
+
+def _layout_hint(path: Path, model: Any, env: Any) -> str:
+    """The fix of a spaces mismatch between a model of the cluster layout (``interface="cluster"``, env v5's: its
+    observations have ``nodes``) and an env of the universal one (env v6's default), as the end of the message;
+    "" for any other mismatch."""
+    model_keys = getattr(model.observation_space, "spaces", {})
+    if "nodes" not in model_keys or getattr(env.sim_config, "interface", None) != "universal":
+        return ""
+    if path.resolve() == DEFAULT_MODEL_PATH.resolve():
+        return (
+            ": this env has the universal layout (interface='universal', env v6's default) and the shipped ppo model "
+            'plays env v5: gym.make("frenzy/HeteroCluster-v5"), FrenzyEnv(**frenzy_env.registration.V5_WORLD) or '
+            "frenzy evaluate --world v5"
+        )
+    return (
+        ": the model reads the cluster layout (interface='cluster', env v5's) and this env has the universal one "
+        "(env v6's default): play it on an env made with interface='cluster' (frenzy evaluate --env "
+        "interface=cluster, or --world v5 for the whole world of env v5)"
+    )
 
 
 def _shapes(space: spaces.Space, flat: bool = False) -> Any:

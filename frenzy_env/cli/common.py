@@ -78,8 +78,12 @@ def env_option(text: str) -> tuple[str, object]:
 
 
 def env_keywords(args: argparse.Namespace) -> dict[str, object]:
-    """The ``--env`` keywords as a dict (a key given twice: the last value)."""
-    return dict(getattr(args, "env_options", None) or [])
+    """The keywords of ``--world`` (the world of an earlier env version, :data:`frenzy_env.registration.WORLDS`),
+    then the ``--env`` keywords over them, as a dict (a key given twice: the last value)."""
+    from frenzy_env.registration import WORLDS
+
+    world = getattr(args, "world", None)
+    return {**(WORLDS[world] if world is not None else {}), **dict(getattr(args, "env_options", None) or [])}
 
 
 def choice_list(kind: str, known: tuple[str, ...]) -> Any:

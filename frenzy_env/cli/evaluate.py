@@ -25,16 +25,32 @@ from frenzy_env.cli.results_folder import EVALUATE_FILES, add_overwrite_flag, cl
 from frenzy_env.errors import FrenzyError
 from frenzy_env.paths import atomic_write_csv, atomic_write_text
 
-DEFAULT_POLICIES = ("frenzy", "asrpt", "doubling", "srpt_est", "fifo", "sjf", "ppo")
+DEFAULT_POLICIES = ("frenzy", "asrpt", "doubling", "srpt_est", "fifo", "sjf")
+#: the env version whose world the shipped ``ppo`` model plays (its spaces are that version's layout):
+#: ``frenzy evaluate --world v5`` adds it to the default policies
+PPO_WORLD = "v5"
 
 
-def default_policies() -> list[str]:
-    """The papers' baselines, srpt_est, fifo, the sjf oracle and ``ppo`` (the shipped action-level MaskablePPO
-    agent, milliseconds per decision): all of them fast. The integer-program policies ``sia`` and ``sia_srpt``
-    (minutes per episode on the default workload: a MILP every 60 s; ``sia_srpt:move_margin=0.2`` is the named
-    planner baseline), the ``fifo_strict`` and ``sjf_greedy`` variants, masked ``random`` and ``rllib`` (an RLlib
-    checkpoint, with ``--rllib-checkpoint``) run when asked for with ``--policies``."""
-    return list(DEFAULT_POLICIES)
+def default_policies(world: str | None = None) -> list[str]:
+    """The papers' baselines, srpt_est, fifo and the sjf oracle: all of them fast; with ``world`` the version whose
+    world the shipped ``ppo`` model (the action-level MaskablePPO agent, milliseconds per decision) plays
+    (:data:`PPO_WORLD`), ``ppo`` too. The integer-program policies ``sia`` and ``sia_srpt`` (minutes per episode on
+    the default workload: a MILP every 60 s; ``sia_srpt:move_margin=0.2`` is the named planner baseline), the
+    ``fifo_strict`` and ``sjf_greedy`` variants, masked ``random`` and ``rllib`` (an RLlib checkpoint, with
+    ``--rllib-checkpoint``) run when asked for with ``--policies``."""
+    return [*DEFAULT_POLICIES, *(("ppo",) if world == PPO_WORLD else ())]
+
+
+def _world_names() -> list[str]:
+    from frenzy_env.registration import WORLDS
+
+    return [name for name in WORLDS if name != _current_version()]
+
+
+def _current_version() -> str:
+    from frenzy_env.versions import ENV_VERSION
+
+    return ENV_VERSION
 
 
 def _suite_names() -> list[str]:
@@ -54,8 +70,8 @@ def add_parser(sub: Any) -> None:
         "--policies", type=csv_list, default=None,
         help="comma list of {frenzy,asrpt,doubling,sia,sia_srpt,srpt_est,fifo,fifo_strict,sjf,sjf_greedy,spwf,fifo_he,"
         f"sjf_he,random,ppo,rllib}}, names of --model NAME=PATH, and MODULE:ATTR "
-        f"(default: {','.join(DEFAULT_POLICIES)}); a baseline takes keywords as NAME:key=value (the planner "
-        "baseline: sia_srpt:move_margin=0.2); "
+        f"(default: {','.join(DEFAULT_POLICIES)}, and ppo with --world {PPO_WORLD}); a baseline takes keywords as "
+        "NAME:key=value (the planner baseline: sia_srpt:move_margin=0.2); "
         "ppo (the action-level MaskablePPO agent) plays its shipped model or the one given as --model PATH, rllib "
         "(a policy trained with frenzy train --backend rllib) needs --rllib-checkpoint. MODULE:ATTR is your own "
         "policy: ATTR(env) must return an object with stable-baselines3's predict(obs, state=None, "
@@ -109,6 +125,12 @@ def add_parser(sub: Any) -> None:
         help="a FrenzyEnv keyword for every env of the run (repeatable), e.g. --env efficiency=microbatch --env "
         "memory_truth=residual --env layouts=no_accumulation (the world options of docs/world.md); values are "
         "read as True/False/None, numbers or text; an unknown keyword fails before any episode",
+    )
+    p.add_argument(
+        "--world", choices=_world_names(), default=None,
+        help=f"play in the world of an earlier env version (its keywords under --env's; default: this version's, "
+        f"{_current_version()}): the shipped ppo model plays the {PPO_WORLD} world, and --world {PPO_WORLD} adds "
+        "it to the default policies",
     )
     p.add_argument(
         "--preemption", action="store_true",
@@ -277,11 +299,11 @@ def run(args: argparse.Namespace) -> int:
     if args.suite is not None:
         from frenzy_env.cli.suite import run_suite
 
-        return run_suite(args, args.policies or default_policies())
+        return run_suite(args, args.policies or default_policies(args.world))
     _check_without_suite(args)
     cluster = ClusterSpec.preset(args.cluster)
     specs = policy_specs.resolve(
-        args.policies or default_policies(), args.model, args.rllib_checkpoint, greedy=args.greedy
+        args.policies or default_policies(args.world), args.model, args.rllib_checkpoint, greedy=args.greedy
     )
     workloads, factory, trace = _workload_factory(args, cluster)
 

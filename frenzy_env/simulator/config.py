@@ -40,12 +40,12 @@ class SimConfig:
         "extended" (our calibrated estimator) or "oracle" (the ground truth itself).
     memory_truth: the simulator's true peak memory of a job, which decides out-of-memory: "estimate" (env
         v4's) -- the "extended" estimate itself, so the "extended" predictor never fails;
-        "residual" (the default, env v5's) -- the extended estimate times a per-job factor drawn,
+        "residual" (env v5's) -- the extended estimate times a per-job factor drawn,
         from the episode seed and the job id, from the estimator's leave-one-source-out residuals on published
         measurements (:mod:`frenzy_env.world.memory.truth`), so "oracle" (which predicts the truth, factor
-        included) never fails and "extended" sometimes does; "published" -- no predictor's estimate: the CUDA
-        context plus the layout's structural peak (model states, activations, working set, logits) times a
-        per-job factor drawn, from the seed and the job id, from what 27 published runs of six frameworks
+        included) never fails and "extended" sometimes does; "published" (the default, env v6's) -- no predictor's
+        estimate: the CUDA context plus the layout's structural peak (model states, activations, working set, logits)
+        times a per-job factor drawn, from the seed and the job id, from what 27 published runs of six frameworks
         (DeepSpeed included) measured over their own structural peaks, with the caching allocator's
         fragmentation drawn (0 to 30%, GMLake) where the measurement left it out
         (:mod:`frenzy_env.world.memory.published_truth`): "frenzy" and "extended" are each wrong in both
@@ -107,10 +107,10 @@ class SimConfig:
     load_bandwidth=math.inf``. The GPU time of every failed attempt is in the ``lost_gpu_hours`` metric;
     the start-up and restart time of the others in ``overhead_gpu_hours``.
     max_plan_gpus: largest GPU count of a plan slot (powers of two up to it).
-    interface: the layout of the plan slots, hence of the environment's spaces: "cluster" (the default, env v5's)
-        -- the cluster's own GPU types x the powers of two up to ``min(max_plan_gpus, the largest type's GPUs)``
-        (frenzy-testbed: 3 x 6 = 18 slots); "universal" -- one fixed grid for every cluster of at most
-        ``UNIVERSAL_TYPES`` (4) GPU types: type slots in the cluster's canonical order (memory, then speed; the
+    interface: the layout of the plan slots, hence of the environment's spaces: "cluster" (env v5's) -- the
+        cluster's own GPU types x the powers of two up to ``min(max_plan_gpus, the largest type's GPUs)``
+        (frenzy-testbed: 3 x 6 = 18 slots); "universal" (the default, env v6's) -- one fixed grid for every cluster of
+        at most ``UNIVERSAL_TYPES`` (4) GPU types: type slots in the cluster's canonical order (memory, then speed; the
         rest absent) x the counts 1, 2, ..., ``UNIVERSAL_MAX_GPUS`` (64), ``UNIVERSAL_PLANS`` (28) slots
         (:mod:`frenzy_env.observation.contract`). Slot ``t * 7 + k`` is type t with 2**k GPUs; a slot whose type
         the cluster lacks or whose count exceeds the cluster layout's largest is *absent*: GPU count 0, never
@@ -125,31 +125,31 @@ class SimConfig:
     work_noise: sigma of the log-normal error for ``work_info="noisy"``.
     utilisation: fraction of peak FLOP/s that dense compute reaches (see :mod:`frenzy_env.world.throughput`).
     efficiency: how per-GPU efficiency depends on the micro-batch: "flat" (env v4's: ``utilisation``
-        at every micro-batch, gradient accumulation free), "microbatch" (the default, env v5's):
+        at every micro-batch, gradient accumulation free), "microbatch" (env v5's):
         efficiency rises with the micro-batch's tokens on a curve fitted to published measurements, equal to
         ``utilisation`` at 16384 tokens, and each extra accumulation step costs its micro-batch's time plus
-        2 ms (:mod:`frenzy_env.world.efficiency`), or "per_type": the same with a curve and a level per GPU
-        type (``utilisation`` x the type's level at 16384 tokens; the A100-80GB's is "microbatch"'s; fitted
-        to published measurements where a type has them, a rule on the datasheet's peak over memory bandwidth
+        2 ms (:mod:`frenzy_env.world.efficiency`), or "per_type" (the default, env v6's): the same with a curve and a
+        level per GPU type (``utilisation`` x the type's level at 16384 tokens; the A100-80GB's is "microbatch"'s;
+        fitted to published measurements where a type has them, a rule on the datasheet's peak over memory bandwidth
         where not: :mod:`frenzy_env.world.efficiency`). Trace work is derived under the same option, so
         recorded durations hold at the recorded GPU count on the reference type.
     layouts: which (dp, tp, pp, micro-batch) layout a plan slot (GPU type, GPU count) runs: "predictor" (env
         v4's) -- the fastest legal layout the predictor admits, pipelines and gradient
-        accumulation included; "no_accumulation" (the default, env v5's) -- the fastest layout
+        accumulation included; "no_accumulation" (the default since env v5) -- the fastest layout
         without pipeline stages or accumulation (``pp == 1``, micro-batch = the per-replica batch
         ``ceil(batch / dp)``: Frenzy's MARP plans, per-GPU batch ``B / d``) that the predictor admits, falling
         back to the "predictor" choice on a slot where the predictor admits none. With ``predictor="frenzy"``
         a slot then runs exactly the (d, t) plan of the paper's search on that count
         (:func:`frenzy_env.world.memory.planning.plan_resources` with ``max_pp=1, accumulate=False``) that is fastest.
     resize_cooldown: seconds after a running job's last start or resize before it may be resized or preempted
-        again (as well as past its start-up): ``None`` (the default) or 0: no wait beyond the start-up (env v5's
-        dynamics); the recommended value is 60 s (Pollux's and Sia's reallocation period), which bounds how
+        again (as well as past its start-up): ``None`` or 0: no wait beyond the start-up (env v5's
+        dynamics); the default is 60 s (env v6's; Pollux's and Sia's reallocation period), which bounds how
         often one job's allocation changes in simulated time. Sources: Pollux re-optimises allocations every
         60 s, its scheduling interval (Qiao et al., OSDI 2021; the ``--interval`` default of its artifact's
         simulator, petuum/adaptdl ``simulator/simulator.py``); Sia's round is 60 s (Subramanya et al., SOSP
         2023; ``round_s`` of :mod:`baselines.sia`). A preemption counts as a resize to no GPUs: without the
         cooldown on it, a preemption and a start at once would be a resize without one.
-    one_action_per_instant: False (the default: env v5's dynamics) or True: a job takes at most one action
+    one_action_per_instant: False (env v5's dynamics) or True (the default, env v6's): a job takes at most one action
         (start, resize or preempt) per decision instant (the clock ``now``): after any action on job j at time
         t, no start, resize or preemption of j is legal until the clock has moved past t. Each action at one
         instant then acts on a job not acted on before at it, so at most as many actions as there are jobs in
@@ -157,8 +157,9 @@ class SimConfig:
         job back in the queue at the instant it was acted on (preempted, or out of memory at once with
         ``oom_delay=0``) gets a wake-up 1 s later (:data:`~frenzy_env.simulator.core.MIN_WAKEUP_INTERVAL`), the
         first instant at which it may start again.
-    checkpoint_interval: seconds of a job's run between its periodic checkpoints, or ``None`` (the default: env
-        v5's dynamics, in which no stop loses work). Within each attempt the checkpoints fall at ``progress_from
+    checkpoint_interval: seconds of a job's run between its periodic checkpoints, or ``None`` (env
+        v5's dynamics, in which no stop loses work); the default (env v6's) is
+        :data:`RECOMMENDED_CHECKPOINT_INTERVAL`. Within each attempt the checkpoints fall at ``progress_from
         + k x checkpoint_interval`` (k = 1, 2, ...; ``progress_from`` is the attempt's first iteration): every
         attempt begins from a checkpoint, the one its start loaded. A stop without a save (``stop_mode="kill"``)
         at time t keeps ``done_base + floor((t - progress_from) / checkpoint_interval) x checkpoint_interval x
@@ -172,14 +173,14 @@ class SimConfig:
         (Eisenman et al., NSDI'22) checkpoints Meta's production training every 30 minutes by default; CheckFreq
         and Gemini report that LLM training checkpoints every tens of minutes to hours, since each synchronous
         write stalls training.
-    stop_mode: how a preemption and a resize stop a running job. "v5" (the default, env v5's dynamics): a
+    stop_mode: how a preemption and a resize stop a running job. "v5" (env v5's dynamics): a
         preemption frees the GPUs at once and keeps all the progress, and what a resize pays for stopping
         (``restart_overhead`` + writing the checkpoint) is added to the start-up of the job's next start
         (``resume_extra``); a resize pays ``restart_overhead`` + the write + the start-up on the new plan, holding
-        the new plan's GPUs throughout. "save_first": a preemption keeps the job's GPUs while it stops and writes
-        its checkpoint (``restart_overhead`` + the write, on its current plan; ``saving_until[job]``), then frees
-        them and puts the job back in the queue with all its progress; its next start pays only its start-up. A
-        resize is v5's, which already pays the save on GPUs the job holds (the new plan's: which GPUs wait is the
+        the new plan's GPUs throughout. "save_first" (the default, env v6's): a preemption keeps the job's GPUs while it
+        stops and writes its checkpoint (``restart_overhead`` + the write, on its current plan; ``saving_until[job]``),
+        then frees them and puts the job back in the queue with all its progress; its next start pays only its start-up.
+        A resize is v5's, which already pays the save on GPUs the job holds (the new plan's: which GPUs wait is the
         one simplification). "kill" (needs ``checkpoint_interval``): a preemption frees the GPUs at once and the
         job keeps the progress of its last periodic checkpoint; a resize kills the workers too (restart on the new
         plan after its start-up only: no ``restart_overhead``, no write) from that checkpoint. This is
@@ -189,7 +190,7 @@ class SimConfig:
     """
 
     predictor: str = "extended"
-    memory_truth: str = "residual"
+    memory_truth: str = "published"
     memory_margin: float = 0.0
     startup_time: float = 30.0
     restart_overhead: float = 10.0
@@ -198,17 +199,17 @@ class SimConfig:
     oom_delay: float | None = None
     teardown_time: float = 10.0
     max_plan_gpus: int = 64
-    interface: str = "cluster"
+    interface: str = "universal"
     placement: str = "best_fit"
     work_info: str = "exact"
     work_noise: float = 0.5
     utilisation: float = DEFAULT_UTILISATION
     efficiency: str = DEFAULT_EFFICIENCY
     layouts: str = "no_accumulation"
-    resize_cooldown: float | None = None
-    one_action_per_instant: bool = False
-    checkpoint_interval: float | None = None
-    stop_mode: str = "v5"
+    resize_cooldown: float | None = 60.0
+    one_action_per_instant: bool = True
+    checkpoint_interval: float | None = RECOMMENDED_CHECKPOINT_INTERVAL
+    stop_mode: str = "save_first"
 
     def __post_init__(self) -> None:
         if self.predictor not in PREDICTORS:

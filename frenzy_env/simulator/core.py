@@ -350,7 +350,7 @@ class ClusterSimulator(_MaskLayer):
         """Checkpoint running ``job`` and put it back in the queue (keeps its progress). False if illegal (also
         for a job already saving under ``stop_mode="save_first"``).
 
-        Under ``stop_mode="v5"`` (the default) its GPUs are free at once; what a resize pays for stopping the
+        Under ``stop_mode="v5"`` (env v5's) its GPUs are free at once; what a resize pays for stopping the
         job (``restart_overhead`` + writing the checkpoint on its current plan) is added to the start-up of its
         next start (:meth:`startup_seconds` + ``resume_extra[job]``), so a preemption and the later restart
         together cost the job what a resize does. (The checkpoint write is charged to the job's time, not to the

@@ -48,8 +48,9 @@ import numpy as np
 
 from frenzy_env.env import FrenzyEnv
 from frenzy_env.errors import ConfigError
-from frenzy_env.registration import ENV_PRESETS
+from frenzy_env.registration import ENV_PRESETS, V5_WORLD, EnvPreset
 from frenzy_env.testing.checker import InvariantChecker, InvariantViolation
+from frenzy_env.versions import ENV_VERSION
 from frenzy_env.workload import JobSpec, Workload, make_generator
 from frenzy_env.world.cluster import GPU_TYPES, ClusterSpec, NodeSpec
 from frenzy_env.world.models import get_model
@@ -148,6 +149,17 @@ def few_jobs(workload: str, jobs: int | None) -> Any:
     return gen
 
 
+def fuzz_presets() -> dict[str, tuple[EnvPreset, dict]]:
+    """The presets the fuzzer draws, by env id: each registered preset's current id (:data:`ENV_PRESETS`), and its
+    ``-v5`` id with :data:`~frenzy_env.registration.V5_WORLD` (the world and layout the shipped ``ppo`` model
+    plays), each with the world keywords that id adds."""
+    out: dict[str, tuple[EnvPreset, dict]] = {}
+    for preset in ENV_PRESETS:
+        out[preset.env_id] = (preset, {})
+        out[preset.env_id[: -len(ENV_VERSION)] + "v5"] = (preset, V5_WORLD)
+    return out
+
+
 @dataclass(frozen=True)
 class EpisodePlan:
     """What one episode plays, its driver apart: where, under which settings, with which ``eps`` and seed."""
@@ -175,9 +187,9 @@ class EpisodePlan:
         if self.preset == RANDOM_INSTANCES:
             cluster, workload, kwargs = random_config(np.random.default_rng(self.seed), self.index)
             return FrenzyEnv(cluster=cluster, workload=workload, **kwargs, **settings), random_kind(cluster, kwargs)
-        preset = next(p for p in ENV_PRESETS if p.env_id == self.preset)
-        kwargs = {**preset.kwargs, "predictor": self.predictor, **settings}
-        return FrenzyEnv(cluster=preset.cluster, workload=few_jobs(preset.workload, self.jobs), **kwargs), preset.env_id
+        preset, world = fuzz_presets()[self.preset]
+        kwargs = {**preset.kwargs, **world, "predictor": self.predictor, **settings}
+        return FrenzyEnv(cluster=preset.cluster, workload=few_jobs(preset.workload, self.jobs), **kwargs), self.preset
 
 
 def space_signature(env: Any) -> tuple:
@@ -377,7 +389,7 @@ def fuzz(
     """
     policies = dict(policies or {})
     drivers = [*random_drivers, *policies]
-    configs = [p.env_id for p in ENV_PRESETS if presets is None or p.env_id in presets]
+    configs = [env_id for env_id in fuzz_presets() if presets is None or env_id in presets]
     configs += [RANDOM_INSTANCES] if custom else []
     _check_fuzz_args(steps, drivers, random_drivers, configs, presets, preemption, budgets, episode_steps, preset_jobs)
     report = FuzzReport(
@@ -422,7 +434,7 @@ def _check_fuzz_args(
     unknown = [d for d in random_drivers if d not in RANDOM_DRIVERS]
     if unknown:
         raise ConfigError(f"random_drivers must be among {', '.join(RANDOM_DRIVERS)}, got {unknown[0]!r}")
-    known = {p.env_id for p in ENV_PRESETS}
+    known = set(fuzz_presets())
     unknown = [p for p in presets or () if p not in known]
     if unknown:
         raise ConfigError(f"unknown preset {unknown[0]!r}: the registered presets are {', '.join(sorted(known))}")

@@ -199,7 +199,7 @@ class SyntheticGenerator:
     with these jobs raises :class:`~frenzy_env.errors.ConfigError`. A history (:meth:`history`) keeps the fluid
     load's times.
 
-    ``sizing="recorded"`` (the default, env v5's; ``"v4"`` is the rule above) sizes jobs like trace jobs under the
+    ``sizing="recorded"`` (the default since env v5; ``"v4"`` is the rule above) sizes jobs like trace jobs under the
     rule of the same name (:mod:`~frenzy_env.workload.configs`): a job's GPU count is drawn from
     ``gpu_demand`` (``(count, weight)`` pairs of powers of two; default None: :data:`GPU_DEMAND_COUNTS`, the
     shipped ITP week's recorded counts), at most ``max_gpus`` and the cluster's largest GPU-type count, its sizing
@@ -459,7 +459,7 @@ class TraceGenerator:
     times (after ``load_scale``) are stretched or compressed so that the workload's offered load
     (:mod:`~frenzy_env.workload.load`) on ``cluster`` is exactly ``load`` (it depends on the seed's model
     assignment, so the factor is computed per seed and recorded in :attr:`Workload.source`). ``sizing``: the
-    rule of the assigned fields, ``"recorded"`` (the default, env v5's) or ``"v4"``
+    rule of the assigned fields, ``"recorded"`` (the default since env v5) or ``"v4"``
     (:mod:`~frenzy_env.workload.configs`). ``efficiency``: the speed model under which the offered load is
     computed (the simulator's: an env binds it to its own ``efficiency``). ``load_mode`` (default ``"fluid"``:
     ``load`` is the offered load; ``"busy"``: the arrival times are stretched further, by

@@ -3,9 +3,11 @@
 A suite is a typed, frozen :class:`Suite`: synthetic workloads (seeds, job count, offered load) and fixed
 windows of public ITP traces (catalogue name, window count, jobs per window, offered load), on one cluster.
 Every policy plays every workload of a suite with the same seed, so results pair workload by workload.
-Names carry the environment's version (:data:`~frenzy_env.versions.ENV_VERSION`): ``v5-quick``,
-``v5-validation``, ``v5-test``, ``v5-train``; a version bump renames them, so results of two versions never
-share a name.
+Names carry the environment's version (:data:`~frenzy_env.versions.ENV_VERSION`): ``v6-quick``,
+``v6-validation``, ``v6-test``, ``v6-transfer``, ``v6-train``; a version bump renames them, so results of two
+versions never share a name. Every suite of this version is at a load of :data:`SUITE_LOAD_MODE` ``"wait"``
+(:data:`SUITE_LOAD`: the share of jobs that wait over a minute under FIFO), ``v6-transfer`` on ``cloud-mixed``,
+a cluster of GPU types no other preset has, the others on ``frenzy-testbed``.
 
 The suites are the single definition of the data split (:data:`SPLITS`): synthetic seeds 0-499 and ITP
 clusters 03, 06, 08 train; seeds 500-999 and clusters 04, 07 validate (models are selected there); seeds from
@@ -176,8 +178,22 @@ def check_suite(suite: Suite) -> None:
             raise ConfigError(f"suite {suite.name!r}: {t.trace} keeps windows {t.indices} of {t.windows}")
 
 
+#: The load of every suite of this version: ``load_mode="wait"`` at 0.6, so that under FIFO 60% of each
+#: workload's jobs wait over a minute to start: the pressure at which queue order matters (at 0.3, or at the
+#: fluid load's 0.7-0.8, the queue-order baselines tie; ``scripts/queue_order_load.py``); trace windows hold 300
+#: jobs, as most 150-job windows cannot reach it (their jobs mostly ask for one GPU).
+SUITE_LOAD_MODE = "wait"
+SUITE_LOAD = 0.6
+SUITE_TRACE_JOBS = 300
+
+
 def _windows(split: str, count: int, seed: int, **kw: Any) -> tuple[TracePart, ...]:
+    kw = {"max_jobs": SUITE_TRACE_JOBS, "load": SUITE_LOAD, **kw}
     return tuple(TracePart(trace, count, seed, **kw) for trace in SPLITS[split].traces)
+
+
+def _synthetic(first: int, count: int) -> SyntheticPart:
+    return SyntheticPart(tuple(range(first, first + count)), load=SUITE_LOAD)
 
 
 SUITE_DEFINITIONS: tuple[Suite, ...] = (
@@ -185,28 +201,42 @@ SUITE_DEFINITIONS: tuple[Suite, ...] = (
         "quick", "validation",
         "a smoke check in a few minutes: the first 3 validation seeds and the first validation window of ITP "
         "cluster04 (a subset of the validation suite, so selecting on it never touches the test split)",
-        synthetic=SyntheticPart(tuple(range(VALIDATION_SEEDS[0], VALIDATION_SEEDS[0] + 3))),
-        traces=(TracePart("itp-cluster04", 4, VALIDATION_SEEDS[0], only=(0,)),),
+        synthetic=_synthetic(VALIDATION_SEEDS[0], 3),
+        traces=(TracePart("itp-cluster04", 4, VALIDATION_SEEDS[0], max_jobs=SUITE_TRACE_JOBS, load=SUITE_LOAD,
+                          only=(0,)),),
+        load_mode=SUITE_LOAD_MODE,
     ),
     Suite(
         "validation", "validation",
         "model selection: validation seeds 500-507 and 4 fixed windows of each validation cluster",
-        synthetic=SyntheticPart(tuple(range(VALIDATION_SEEDS[0], VALIDATION_SEEDS[0] + 8))),
+        synthetic=_synthetic(VALIDATION_SEEDS[0], 8),
         traces=_windows("validation", 4, VALIDATION_SEEDS[0]),
+        load_mode=SUITE_LOAD_MODE,
     ),
     Suite(
         "test", "test",
         "the final comparison, never trained or selected on: test seeds 1000-1009 and 6 fixed windows of each "
         "test cluster",
-        synthetic=SyntheticPart(tuple(range(TEST_SEED_START, TEST_SEED_START + 10))),
+        synthetic=_synthetic(TEST_SEED_START, 10),
         traces=_windows("test", 6, TEST_SEED_START),
+        load_mode=SUITE_LOAD_MODE,
+    ),
+    Suite(
+        "transfer", "test",
+        "generalisation to a cluster no training uses, of GPU types no other preset has (cloud-mixed: H200, L40S, "
+        "A10): test seeds 1000-1009 and 2 fixed windows of each test cluster",
+        synthetic=_synthetic(TEST_SEED_START, 10),
+        traces=_windows("test", 2, TEST_SEED_START),
+        cluster="cloud-mixed",
+        load_mode=SUITE_LOAD_MODE,
     ),
     Suite(
         "train", "train",
         "the training distribution (fit, not generalisation): training seeds 0-7 and 2 fixed windows of each "
         "training cluster",
-        synthetic=SyntheticPart(tuple(range(TRAIN_SEEDS[0], TRAIN_SEEDS[0] + 8))),
+        synthetic=_synthetic(TRAIN_SEEDS[0], 8),
         traces=_windows("train", 2, TRAIN_SEEDS[0]),
+        load_mode=SUITE_LOAD_MODE,
     ),
 )
 """The suites of this version, in the order ``frenzy evaluate --help`` lists them."""

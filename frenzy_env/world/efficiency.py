@@ -137,7 +137,7 @@ import numpy as np
 EFFICIENCY_MODES = ("flat", "microbatch", "per_type")
 #: the world's efficiency in env v5 (SimConfig.efficiency, the workload generators and the offered-load
 #: functions; the throughput functions themselves default to "flat", the speed model without the curve)
-DEFAULT_EFFICIENCY = "microbatch"
+DEFAULT_EFFICIENCY = "per_type"
 #: tokens of a micro-batch at which the efficiency is half its saturated value (fitted, see the docstring)
 HALF_TOKENS = 455.0
 #: tokens of a micro-batch at which ``u`` equals the configured (flat) utilisation (normalisation)

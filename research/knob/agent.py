@@ -79,7 +79,8 @@ class KnobConfig:
     each update on ``workloads_per_update`` workloads, ``n_envs`` worker processes); the rest are
     stable-baselines3 PPO's."""
 
-    train: TrainConfig = field(default_factory=TrainConfig)
+    # the knob reads the cluster layout's gpus block (gpu_summary): its trainer config is the cluster layout's
+    train: TrainConfig = field(default_factory=lambda: TrainConfig(interface="cluster"))
     levels: tuple[float, ...] = (0.0, 0.1, 0.2, 0.4)
     planner: str = "sia_srpt"
     timesteps: int = 120_000
@@ -106,6 +107,11 @@ class KnobConfig:
     workloads_per_update: int = 1
 
     def __post_init__(self) -> None:
+        if self.train.interface != "cluster":
+            raise ConfigError(
+                f"train.interface must be 'cluster' (the knob reads the cluster layout's gpus block), "
+                f"got {self.train.interface!r}"
+            )
         lv = self.levels
         if not lv or any(not (isinstance(v, (int, float)) and np.isfinite(v) and v >= 0) for v in lv):
             raise ConfigError(f"levels must be finite margins >= 0, got {lv!r}")
@@ -369,7 +375,7 @@ class KnobPolicy(ScriptedPolicy):
 def quick_config() -> KnobConfig:
     """A seconds-long smoke run (``python research/scripts/train_knob.py --quick``): 20-30-job synthetic
     workloads, two envs, a few updates."""
-    train = TrainConfig(workload="mix", traces=(), jobs_range=(20, 30), load_range=(0.5, 0.8))
+    train = TrainConfig(workload="mix", traces=(), jobs_range=(20, 30), load_range=(0.5, 0.8), interface="cluster")
     return KnobConfig(train=train, timesteps=256, n_envs=2, n_steps=64, batch_size=64, n_epochs=2, pool=3,
                       checkpoint_every=128)
 

@@ -7,8 +7,10 @@ from typing import Any
 from agents.ppo.config import TrainConfig
 from research.knob.agent import KnobConfig
 
-#: 12-16-job synthetic workloads at moderate load: seconds per episode
-SMALL = TrainConfig(workload="mix", traces=(), jobs_range=(12, 16), load_range=(0.6, 0.9))
+#: 12-16-job synthetic workloads at moderate load: seconds per episode, on the cluster layout (``interface="cluster"``,
+#: env v5's; not the default universal one of env v6): the knob reads that layout's ``gpus`` block (each type's free
+#: fraction, then its share) and the shipped knob model was trained on it
+SMALL = TrainConfig(workload="mix", traces=(), jobs_range=(12, 16), load_range=(0.6, 0.9), interface="cluster")
 
 
 def small_config(**kw) -> KnobConfig:

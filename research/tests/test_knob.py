@@ -328,7 +328,7 @@ def test_frenzy_evaluate_plays_it_as_module_attr_and_product_loaders_point_here(
     from frenzy_env.errors import FrenzyError
     from research.knob import SHIPPED, load_policy
 
-    env = FrenzyEnv(workload="synthetic-small")
+    env = FrenzyEnv(workload="synthetic-small", interface="cluster")  # the layout the shipped knob model reads
     knob, planner = resolve(["research.knob:knob", "sia_srpt:move_margin=0.2"], [], None)
     assert (knob.name, knob.kind, planner.name) == ("knob", "module", "sia_srpt:move_margin=0.2")
     assert isinstance(knob.factory(env), KnobPolicy) and planner.factory(env).move_margin == 0.2

@@ -81,13 +81,15 @@ def test_env_kwargs_add_and_override_keywords():
         cleanrl_ppo.env_kwargs(cleanrl_ppo.parse_args(["--env-kwargs", "[1]"]))
 
 
-@pytest.mark.parametrize("layout", [{}, {"interface": "universal"}])
+@pytest.mark.parametrize("layout", [{}, {"interface": "universal"}, {"interface": "cluster"}])
 def test_flatten_and_rows_follow_the_observation_space(layout):
+    """Under the default layout (the universal one, env v6's), the universal and the cluster one (env v5's)."""
     env = cleanrl_ppo.make_env(cleanrl_ppo.parse_args(["--env-kwargs", json.dumps(layout)]), reference=False)
     obs, _ = env.reset(seed=0)
     keys = cleanrl_ppo.feature_keys(env.observation_space)
     assert keys == tuple(k for k in env.observation_space.spaces if k != "action_mask")
-    assert ("nodes" in keys) == (not layout) and ("plans" in keys) == bool(layout)
+    cluster = layout.get("interface", "universal") == "cluster"
+    assert ("nodes" in keys) == cluster and ("plans" in keys) == (not cluster)
     x, mask = cleanrl_ppo.flatten(obs, keys)
     assert x.dtype == np.float32 and np.array_equal(x, np.concatenate([obs[k] for k in keys]))
     assert mask.dtype == bool and np.array_equal(mask, obs["action_mask"].astype(bool))

@@ -44,9 +44,10 @@ def _busy_obs(env: FrenzyEnv, seed: int = 3) -> dict[str, np.ndarray]:
     return obs
 
 
-@pytest.fixture(scope="module")
-def env() -> FrenzyEnv:
-    return FrenzyEnv(workload="synthetic-small")
+@pytest.fixture(scope="module", params=["universal", "cluster"])
+def env(request) -> FrenzyEnv:
+    """The env under either layout: the universal one (env v6's default) and the cluster one (env v5's)."""
+    return FrenzyEnv(workload="synthetic-small", interface=request.param)
 
 
 @pytest.fixture(scope="module")
@@ -125,10 +126,18 @@ def test_load_refuses_directories_and_missing_paths(tmp_path):
         load_policy(None, bad)
 
 
-def test_load_refuses_a_mismatched_env():
+def test_load_refuses_a_mismatched_env(tmp_path):
+    """Another slot count; and a model of the cluster layout (env v5's: the shipped one, or a copy standing for one
+    of the user's) on the universal layout (env v6's default), naming the fix."""
     env = FrenzyEnv(workload="synthetic-small", queue_slots=8)
     with pytest.raises(ConfigError, match="queue_slots=8"):
         load_policy(env)
+    universal = FrenzyEnv(workload="synthetic-small")
+    with pytest.raises(ConfigError, match=r"the shipped ppo model plays env v5: .*frenzy evaluate --world v5"):
+        load_policy(universal)
+    (tmp_path / "mine.zip").write_bytes(DEFAULT_MODEL_PATH.read_bytes())
+    with pytest.raises(ConfigError, match=r"the model reads the cluster layout .*interface='cluster'"):
+        load_policy(universal, tmp_path / "mine.zip")
 
 
 def test_mixture_generator_is_seeded_and_keeps_training_seeds():

@@ -1,4 +1,5 @@
-"""agents/ppo/ under ``interface="universal"``: one network for every cluster (the cluster layout: test_ppo.py)."""
+"""agents/ppo/ under ``interface="universal"`` (env v6's default): one network for every cluster (the cluster
+layout, env v5's, ``interface="cluster"``: here where a test compares the two, and test_ppo.py)."""
 
 from __future__ import annotations
 
@@ -71,7 +72,7 @@ def test_a_universal_model_trains_on_one_cluster_and_plays_on_every_preset(tmp_p
         kinds.add(env.sim.num_types)
     assert kinds == {1, 3, 4}  # one, three and four GPU types, one network
     with pytest.raises(ConfigError, match="observation shapes"):
-        load_policy(FrenzyEnv(workload="synthetic-small"), out / "model.zip")
+        load_policy(FrenzyEnv(workload="synthetic-small", interface="cluster"), out / "model.zip")
     # a model of another universal layout version is refused (a copy whose record says version 0)
     other = tmp_path / "other"
     other.mkdir()
@@ -83,7 +84,7 @@ def test_a_universal_model_trains_on_one_cluster_and_plays_on_every_preset(tmp_p
 
 def test_the_network_holds_nothing_of_the_cluster():
     """Under the universal layout the policy's keyword arguments (its plan types and counts included) are the same
-    on every preset: the fixed grid's; under the cluster layout they are the cluster's."""
+    on every preset: the fixed grid's; under the cluster layout (``interface="cluster"``) they are the cluster's."""
     kwargs = [policy_kwargs_for(FrenzyEnv(cluster=c, workload="synthetic-small", interface="universal"), PPOConfig())
               for c in PRESETS]
     assert all(k == kwargs[0] for k in kwargs)
@@ -91,14 +92,17 @@ def test_the_network_holds_nothing_of_the_cluster():
     fe = kwargs[0]["features_extractor_kwargs"]
     assert fe["plan_type"] == plan_type == [t for t in range(4) for _ in range(7)]
     assert fe["plan_count"] == plan_count == [1, 2, 4, 8, 16, 32, 64] * 4
-    cluster = policy_kwargs_for(FrenzyEnv(workload="synthetic-small"), PPOConfig())["features_extractor_kwargs"]
+    cluster = policy_kwargs_for(FrenzyEnv(workload="synthetic-small", interface="cluster"),
+                                PPOConfig())["features_extractor_kwargs"]
     assert len(cluster["plan_type"]) == 18 and cluster["plan_count"][:6] == [1, 2, 4, 8, 16, 32]  # frenzy-testbed
 
 
 def test_obs_keys_follow_the_layout():
+    """The universal layout's keys (the default's, env v6's) and the cluster layout's (``interface="cluster"``)."""
     universal = FrenzyEnv(workload="synthetic-small", interface="universal")
-    cluster = FrenzyEnv(workload="synthetic-small")
+    cluster = FrenzyEnv(workload="synthetic-small", interface="cluster")
     assert obs_keys(universal.observation_space.spaces) == UNIVERSAL_OBS_KEYS
+    assert obs_keys(FrenzyEnv(workload="synthetic-small").observation_space.spaces) == UNIVERSAL_OBS_KEYS
     assert obs_keys(cluster.reset(seed=0)[0]) == OBS_KEYS == ("queue", "running", "gpus", "nodes", "globals")
     assert set(UNIVERSAL_OBS_KEYS) == set(universal.observation_space.spaces) - {"action_mask"}
 
@@ -173,7 +177,9 @@ def test_a_row_without_a_legal_action_is_wait_only():
 
 
 def test_train_config_interface():
-    assert TrainConfig().interface == "cluster"
+    """The default is the universal layout (env v6's); a record without the field trained on the cluster one."""
+    assert TrainConfig().interface == "universal"
+    assert TrainConfig(interface="cluster").interface == "cluster"
     with pytest.raises(ConfigError, match="interface"):
         TrainConfig(interface="grid")
     assert TrainConfig.from_dict({"cluster": "pai-2020"}).interface == "cluster"  # records older than the field

@@ -280,10 +280,12 @@ def test_train_rllib_in_process_sampling_finishes_episodes(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------ evaluation
-def _small_env(cluster: str = "frenzy-testbed", jobs: int = 10) -> FrenzyEnv:
+def _small_env(cluster: str = "frenzy-testbed", interface: str | None = None, jobs: int = 10) -> FrenzyEnv:
+    """``interface`` None: the env's default layout (the universal one), as the CLI's run was trained on."""
     from frenzy_env.workload import make_generator
 
-    return FrenzyEnv(cluster=cluster, workload=make_generator("synthetic-small", num_jobs=jobs))
+    layout = {} if interface is None else {"interface": interface}
+    return FrenzyEnv(cluster=cluster, workload=make_generator("synthetic-small", num_jobs=jobs), **layout)
 
 
 def test_load_rllib_policy_plays_an_episode_with_legal_actions(cli_run):
@@ -337,18 +339,21 @@ def test_frenzy_evaluate_rllib_policy(cli_run, capsys):
 
 
 def test_rllib_checkpoint_of_another_cluster_is_refused(cli_run, capsys, tmp_path):
+    """The CLI's run is of frenzy-testbed in the default layout (the universal one, env v6's, which plays on any
+    cluster: test_rllib_universal.py); on doubling-64 in the cluster layout (``--env interface=cluster``, env v5's,
+    whose spaces differ between clusters) it is refused, before any episode, naming both clusters."""
     from agents.rllib import load_rllib_policy
 
     _, out = cli_run
     argv = ["evaluate", "--policies", "fifo,rllib", "--rllib-checkpoint", str(out), "--cluster", "doubling-64",
             "--workload", "synthetic-small", "--max-jobs", "10", "--seeds", "1", "--no-progress",
-            "--out", str(tmp_path / "ev")]  # fmt: skip
+            "--env", "interface=cluster", "--out", str(tmp_path / "ev")]  # fmt: skip
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"RLlib checkpoint {str(out)!r} does not fit" in err, err
     assert "cluster 'frenzy-testbed'" in err and "cluster 'doubling-64'" in err
     assert not (tmp_path / "ev").exists()  # refused before any episode ran
-    trained, other = FrenzyEnv(workload="synthetic-small").action_space.n, _small_env("doubling-64")
+    trained, other = FrenzyEnv(workload="synthetic-small").action_space.n, _small_env("doubling-64", "cluster")
     with pytest.raises(ConfigError, match=rf"action space Discrete\({trained}\) vs Discrete\({other.action_space.n}\)"):
         load_rllib_policy(other, out / "checkpoint")
 

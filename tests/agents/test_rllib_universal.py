@@ -33,7 +33,8 @@ from frenzy_env.evaluation.episodes import run_episode  # noqa: E402
 from frenzy_env.versions import ENV_VERSION  # noqa: E402
 from frenzy_env.workload import make_generator  # noqa: E402
 
-UNIVERSAL = {"interface": "universal"}
+UNIVERSAL = {"interface": "universal"}  # env v6's default, named where a test is about it
+CLUSTER = {"interface": "cluster"}  # env v5's layout
 SMALL = {"queue_slots": 8, "running_slots": 8}  # smaller spaces: a smaller module to build and save
 
 
@@ -87,9 +88,10 @@ def test_env_creators_have_equal_spaces_on_every_cluster_under_universal():
     keys = ["globals", "gpus", "plans", "queue", "running"]  # every float entry, in key order
     assert np.array_equal(obs[OBSERVATIONS_KEY], np.concatenate([raw[k] for k in keys]))
     assert wrapped[0].observation_space[OBSERVATIONS_KEY] == flat_feature_space(made[0].observation_space)
-    # the cluster layout still differs between clusters (the reason its checkpoints are refused elsewhere)
-    assert make_env(dict(cluster="frenzy-testbed", **SMALL)).observation_space != make_env(
-        dict(cluster="doubling-64", **SMALL)).observation_space
+    # the cluster layout (env v5's, interface="cluster") still differs between clusters (the reason its checkpoints
+    # are refused elsewhere)
+    assert make_env(dict(cluster="frenzy-testbed", **SMALL, **CLUSTER)).observation_space != make_env(
+        dict(cluster="doubling-64", **SMALL, **CLUSTER)).observation_space
 
 
 def test_masked_module_reads_the_universal_entries():
@@ -121,8 +123,9 @@ def test_universal_checkpoint_plays_on_another_cluster(universal_checkpoint, clu
 
 
 def test_universal_checkpoint_is_refused_by_the_cluster_layout(universal_checkpoint):
+    """On an env of the cluster layout (``interface="cluster"``, env v5's)."""
     with pytest.raises(ConfigError) as info:
-        load_rllib_policy(_env("frenzy-testbed"), universal_checkpoint)
+        load_rllib_policy(_env("frenzy-testbed", **CLUSTER), universal_checkpoint)
     message = str(info.value)
     assert "observation 'plans' (140,) vs missing" in message and "observation 'nodes' missing vs (16,)" in message
     assert "action space Discrete(452) vs Discrete(292)" in message
@@ -166,4 +169,4 @@ def test_train_rllib_on_the_universal_layout_and_play_on_another_cluster(tmp_pat
     result = run_episode(env, policy, seed=2, max_steps=300)
     assert result.metrics["invalid_actions"] == 0
     with pytest.raises(ConfigError, match=r"its config.json: cluster 'frenzy-testbed', interface 'universal'"):
-        load_rllib_policy(_env("doubling-64"), out)  # the cluster layout: other spaces
+        load_rllib_policy(_env("doubling-64", **CLUSTER), out)  # the cluster layout: other spaces

@@ -1,5 +1,6 @@
-"""A-SRPT's opt-in variants: ``head="per_type"`` (a waiting head holds back only its GPU types) and
-``history="auto"`` (the forest trained on the jobs before the episode, from the env's workload generator)."""
+"""A-SRPT's variants: ``head="per_type"`` (opt-in: a waiting head holds back only its GPU types) and
+``history="auto"`` (the default: the forest trained on the jobs before the episode, from the env's workload
+generator; ``history=None`` a cold forest)."""
 
 from __future__ import annotations
 
@@ -119,7 +120,7 @@ def test_auto_history_predicts_a_seen_group_at_its_first_arrival(tmp_path):
     assert [j.name for j in history.jobs] == [f"h{i}" for i in range(12)]  # the rows before the window, no other
     assert not {j.name for j in history.jobs} & {j.name for j in env.view.jobs}
     per_1000s = float(history.work_iterations(cluster)[0])  # 1,000 s of the configuration, in iterations
-    warm, cold = make_policy("asrpt", env, history="auto"), make_policy("asrpt", env)
+    warm, cold = make_policy("asrpt", env, history="auto"), make_policy("asrpt", env, history=None)
     for policy in (warm, cold):
         run_episode(env, policy, 0)
     # first arrival: the group (configuration) was seen in the history only, at 1,000 s; the episode's own jobs
@@ -157,12 +158,13 @@ def test_auto_history_without_a_generator_is_a_cold_forest(make_job, make_env):
 
 # ----------------------------------------------------------------------------------------------- defaults
 @pytest.mark.parametrize("workload", ["synthetic-small", "itp-week-80"])
-def test_defaults_are_no_history_and_the_strict_head(workload):
+def test_defaults_are_auto_history_and_the_strict_head(workload):
     # a heterogeneous cluster (3 GPU types), where the two head rules differ, and a trace with jobs after its window
     if workload == "itp-week-80":
         workload = TraceGenerator(str(data_path(ITP_EXTRACT)), format="itp", cluster="frenzy-testbed", max_jobs=80)
     env = FrenzyEnv(cluster="frenzy-testbed", workload=workload, **WIDE)
     default = make_policy("asrpt", env)
-    assert default.history is None and default.head == "strict"
-    tables = [run_episode(env, p, 1).jobs for p in (default, make_policy("asrpt", env, history=None, head="strict"))]
+    assert default.history == "auto" and default.head == "strict"
+    assert make_policy("spwf", env).history == "auto"  # the comparators' default too
+    tables = [run_episode(env, p, 1).jobs for p in (default, make_policy("asrpt", env, history="auto", head="strict"))]
     pd.testing.assert_frame_equal(*tables)

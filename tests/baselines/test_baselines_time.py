@@ -138,22 +138,26 @@ def test_doubling_exploration_steps_last_their_stated_time(make_job, make_env):
     assert env.sim.records[0].restarts == 3
 
 
-def test_doubling_resizes_a_starting_job_at_the_end_of_its_start_up(make_job, make_env):
+@pytest.mark.parametrize("cooldown, ready", [(None, 30.0), (60.0, 60.0)], ids=["v5-no-cooldown", "v6-cooldown"])
+def test_doubling_resizes_a_starting_job_as_soon_as_the_env_allows(make_job, make_env, cooldown, ready):
     """Strategy "precompute" on 8 A100s and one V100: job 0 arrives alone at 0 and starts on all 8 A100s; job 1
     arrives at 10 s, while job 0 is still starting up (first iteration at S = 30 s). The env consults the policy
     then (job 1 could start on the V100); the recomputed allocation puts job 1 on the faster A100s and shrinks
-    job 0 to 4. The env refuses the resize until 30 s; the policy's timer makes it happen exactly then, and job 1
-    starts on the GPUs it frees (before timers: at the next event, job 0's finish, 4 h later)."""
+    job 0 to 4. Without a cooldown (``resize_cooldown=None``, env v5's pacing) the env refuses the resize until
+    30 s, the end of the start-up; with env v6's 60 s cooldown (the default) until 60 s, 60 s after job 0's
+    start. The policy's timer makes it happen exactly then, and job 1 starts on the GPUs it frees (before timers,
+    or with a timer at the start-up's end only under the cooldown: at the next event, job 0's finish, 4 h
+    later)."""
     cluster = ClusterSpec.from_counts("h", {"A100-80GB": (1, 8), "V100-32GB": (1, 1)}, reference_gpu_type="A100-80GB")
     env = make_env(cluster, [make_job(0, 0, 2e5), make_job(1, 10, 2e5)], startup_time=30.0,
-                   queue_slots="all", running_slots="all", **FLAT)
+                   queue_slots="all", running_slots="all", resize_cooldown=cooldown, **FLAT)
     policy = make_policy("doubling", env)
     _, decisions = _run(env, policy)
     sim = env.sim
     moves = [(t, a >= env.first_resize, sim.plan_label((a - env.first_start) % env.num_plans))
              for t, a in decisions if a >= env.first_start]
-    assert moves[:3] == [(0.0, False, "A100-80GBx8"), (30.0, True, "A100-80GBx4"), (30.0, False, "A100-80GBx4")]
-    assert sim.records[1].start_time == 30.0
+    assert moves[:3] == [(0.0, False, "A100-80GBx8"), (ready, True, "A100-80GBx4"), (ready, False, "A100-80GBx4")]
+    assert sim.records[1].start_time == ready
 
 
 # ----------------------------------------------------------------------------------------------- Sia

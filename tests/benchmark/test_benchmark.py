@@ -91,14 +91,24 @@ def test_fit_exponent_and_scaled_clusters():
         assert spec.num_gpus == gpus and len(spec.gpu_types) == 4
 
 
+def _rested(sim: ClusterSimulator, job: int) -> bool:
+    """The documented pacing rules for ``job`` now: ``resize_cooldown`` seconds since its last start or resize and,
+    with ``one_action_per_instant``, no action on it at this instant."""
+    cfg, last = sim.config, float(sim.last_action[job])
+    return last + (cfg.resize_cooldown or 0.0) <= sim.now and (not cfg.one_action_per_instant or last < sim.now)
+
+
 @pytest.mark.parametrize("cluster", ["frenzy-testbed", "pai-2020"])
 @pytest.mark.parametrize("placement", ["best_fit", "spread"])
 def test_fast_paths_agree_with_reference(cluster, placement):
     """The simulator's own placement fast path, incremental capacities and vectorised masks give what
-    placement.place / capacity_by_tp and a per-job recomputation give, over a random schedule."""
+    placement.place / capacity_by_tp and a per-job recomputation give, over a random schedule (under the default
+    settings: an absent slot of the universal grid is never legal, and the pacing rules hold starts, resizes and
+    preemptions as documented)."""
     spec = ClusterSpec.preset(cluster)
     wl = SyntheticGenerator(num_jobs=60, load=2.0, cluster=spec).generate(1)
     sim = ClusterSimulator(spec, wl, SimConfig(placement=placement, startup_time=5.0))
+    one_action = sim.config.one_action_per_instant
     rng = np.random.default_rng(0)
     tpl = sim.tp_levels
     for _ in range(200):
@@ -109,7 +119,11 @@ def test_fast_paths_agree_with_reference(cluster, placement):
         sm, rm = sim.start_mask(q), sim.resize_mask(running)
         for k, job in enumerate(q[:3].tolist()):  # start mask: reference placer succeeds exactly there
             for p in range(sim.num_plans):
-                ok = sim.pred_ok[job, p] and not sim.oom_known[job, p]
+                if not sim.plan_present[p]:
+                    assert not sm[k, p]
+                    continue
+                ok = (sim.pred_ok[job, p] and not sim.oom_known[job, p]
+                      and (not one_action or sim.last_action[job] < sim.now))
                 ref = ok and place(free, spec.node_type_index, int(sim.plan_type[p]), int(sim.plan_count[p]),
                                    int(sim.layout_tp[job, p]), placement) is not None
                 assert sm[k, p] == ref
@@ -122,13 +136,18 @@ def test_fast_paths_agree_with_reference(cluster, placement):
             run = sim.running[job]
             own = free + run.counts
             for p in range(sim.num_plans):
+                if not sim.plan_present[p]:
+                    assert not rm[k, p]
+                    continue
                 ok = (sim.pred_ok[job, p] and not sim.oom_known[job, p] and p != run.plan
-                      and run.progress_from <= sim.now)
+                      and run.progress_from <= sim.now and _rested(sim, job))
                 want = place(own, spec.node_type_index, int(sim.plan_type[p]), int(sim.plan_count[p]),
                              int(sim.layout_tp[job, p]), placement)
                 assert rm[k, p] == (ok and want is not None)
                 if want is not None:
                     assert (sim._place(job, p, own) == want).all()
+        # preemptible: the pacing rules allow it and no save of an earlier preemption is under way
+        stoppable = [j for j in running.tolist() if _rested(sim, j) and not sim.saving_until[j] >= sim.now]
         u = rng.random()
         if u < 0.45 and sm.any():
             k, p = divmod(int(rng.choice(np.flatnonzero(sm))), sim.num_plans)
@@ -137,7 +156,8 @@ def test_fast_paths_agree_with_reference(cluster, placement):
             k, p = divmod(int(rng.choice(np.flatnonzero(rm))), sim.num_plans)
             assert sim.resize(int(running[k]), p)
         elif u < 0.75 and len(running):
-            assert sim.preempt(int(rng.choice(running)))
+            job = int(rng.choice(running))
+            assert sim.preempt(job) == (job in stoppable)
         else:
             sim.advance()
         sim.check_invariants()

@@ -21,8 +21,11 @@ from frenzy_env.cli.manifest import file_record
 from frenzy_env.cli.policies import model_arg, resolve
 from frenzy_env.errors import ConfigError, FrenzyError
 from frenzy_env.policy import as_policy
+from frenzy_env.registration import V5_WORLD
 
 QUICK = ["--workload", "synthetic-small", "--max-jobs", "8", "--seeds", "1", "--no-progress"]
+#: the shipped ppo model is a model of env v5's cluster layout: the commands that play it take the v5 world
+V5 = ["--world", "v5"]
 
 OWN_POLICIES = """
 import numpy as np
@@ -140,6 +143,9 @@ def test_model_arguments_and_labels():
 
 
 def test_a_bad_model_is_reported_before_any_episode(tmp_path, monkeypatch, capsys):
+    """Every model is checked before any episode: a bad one beside the shipped model (which plays the v5 world,
+    ``--world v5``) is one line naming it, and so is the shipped model on the v6 world (universal layout),
+    naming the fix."""
     _no_episodes(monkeypatch)
     not_a_model = tmp_path / "notes.zip"
     not_a_model.write_text("not a model")
@@ -148,10 +154,13 @@ def test_a_bad_model_is_reported_before_any_episode(tmp_path, monkeypatch, capsy
         (f"mine={tmp_path}", "not a regular file"),
         (f"mine={not_a_model}", "cannot load model file"),
     ):
-        argv = ["evaluate", "--policies", "fifo", "--model", f"ok={DEFAULT_MODEL_PATH}", "--model", model, *QUICK]
+        argv = ["evaluate", "--policies", "fifo", "--model", f"ok={DEFAULT_MODEL_PATH}", "--model", model, *QUICK, *V5]
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "policy 'mine'" in err and words in err, err
+    assert main(["evaluate", "--policies", "fifo", "--model", f"ok={DEFAULT_MODEL_PATH}", *QUICK]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "policy 'ok'" in err and "frenzy evaluate --world v5" in err, err
 
 
 def test_named_models_run_as_their_own_policies_and_the_manifest_records_them(tmp_path, capsys):
@@ -161,7 +170,7 @@ def test_named_models_run_as_their_own_policies_and_the_manifest_records_them(tm
     argv = [
         "evaluate", "--policies", "fifo,second", "--model", f"first={DEFAULT_MODEL_PATH}",
         "--model", f"second={DEFAULT_MODEL_PATH}", "--trace", str(trace), "--seeds", "2", "--seed-start", "5",
-        "--no-progress", "--out", str(out),
+        "--no-progress", "--out", str(out), *V5,
     ]  # fmt: skip
     assert main(argv) == 0
     assert "| first |" in capsys.readouterr().out
@@ -216,9 +225,10 @@ def test_a_registered_policy_runs_by_name(monkeypatch, capsys):
 
 
 def test_ppo_models_sample_unless_greedy_is_asked_for():
+    """(On the v5 world, which the shipped model plays.)"""
     from frenzy_env.env import FrenzyEnv
 
-    env = FrenzyEnv(workload="synthetic-small")
+    env = FrenzyEnv(workload="synthetic-small", **V5_WORLD)
     sampled = resolve(["ppo"], [("b", DEFAULT_MODEL_PATH)], None)
     greedy = resolve(["ppo"], [("b", DEFAULT_MODEL_PATH)], None, greedy=True)
     assert [s.factory(env).sample for s in sampled] == [True, True]
@@ -238,16 +248,20 @@ def _knob_record(tmp_path: Path) -> Path:
 def test_ppo_is_the_one_learned_agent_and_knob_is_refused_as_a_research_model(tmp_path, capsys):
     """``--policies ppo`` plays the shipped action-level model; ``--policies knob`` (the knob agent, a research
     model) is a clear error naming research/knob, before any episode, and so is a model file recorded as
-    a knob model, given as --model PATH or NAME=PATH, or loaded as ppo; the name is reserved."""
+    a knob model, given as --model PATH or NAME=PATH, or loaded as ppo; the name is reserved. The shipped model
+    plays the v5 world (``V5_WORLD``); on the v6 world (universal layout) loading it is a clear error naming that."""
     from agents.model_record import AGENTS, agent_of
     from agents.ppo import PPOPolicy, load_policy
     from frenzy_env.cli.policies import MODEL_POLICIES, RESERVED_POLICIES
     from frenzy_env.env import FrenzyEnv
 
     assert AGENTS == ("ppo",) and "knob" not in MODEL_POLICIES and "knob" in RESERVED_POLICIES
-    env = FrenzyEnv(workload="synthetic-small")
+    env = FrenzyEnv(workload="synthetic-small", **V5_WORLD)
     (ppo,) = resolve(["ppo"], [], None)
     assert ppo.source == str(DEFAULT_MODEL_PATH) and isinstance(ppo.factory(env), PPOPolicy)
+    on_v5 = r"the shipped ppo model plays env v5: gym\.make\(\"frenzy/HeteroCluster-v5\"\)"
+    with pytest.raises(ConfigError, match=on_v5):
+        ppo.factory(FrenzyEnv(workload="synthetic-small"))
     refused = r"--policies knob: the knob agent is a research model \(research/knob\), which the product does not load"
     with pytest.raises(FrenzyError, match=refused):
         resolve(["ppo", "knob"], [], None)

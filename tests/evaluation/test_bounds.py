@@ -82,11 +82,13 @@ def test_bound_inputs_from_the_simulator_match_its_plans(tiny_env):
     sim = tiny_env.sim
     inp = bound_inputs(sim)
     assert inp.num_jobs == sim.num_jobs == 3
-    ok = sim.pred_ok & sim.true_ok
-    j, p = np.argwhere(ok)[0]
-    assert inp.plan_exec[j, p] == pytest.approx(sim.work[j] * sim.iter_time[j, p])
+    cols = np.flatnonzero(sim.plan_present)  # the cluster's plan slots (the universal grid's absent ones left out)
+    assert inp.plan_exec.shape == (3, cols.size) and inp.plan_count.tolist() == sim.plan_count[cols].tolist()
+    ok = (sim.pred_ok & sim.true_ok)[:, cols]
+    j, c = np.argwhere(ok)[0]
+    assert inp.plan_exec[j, c] == pytest.approx(sim.work[j] * sim.iter_time[j, cols[c]])
     assert not np.isfinite(inp.plan_exec[~ok]).any()
-    assert inp.startup[j] == min(sim.startup_seconds(int(j), int(q)) for q in np.flatnonzero(ok[j]))
+    assert inp.startup[j] == min(sim.startup_seconds(int(j), int(q)) for q in cols[ok[j]])
     assert inp.capacity.tolist() == [8.0]
 
 

@@ -2,9 +2,10 @@
 asserted against values computed by hand after each step.
 
 The instance: one node of 4 A100-80GB GPUs, three gpt2 jobs (two submitted at 0 s, one at 5,000 s), 3 queue
-slots and 2 running slots, so the plan slots are (A100-80GB, 1 / 2 / 4 GPUs). The seconds per iteration of
-each (job, plan) come from the throughput model (tested on its own); every scale, offset and column of the
-encoding is written out here with literal numbers, so a change to any of them fails this test.
+slots and 2 running slots, in the cluster layout of env v5 (``interface="cluster"``: the universal grid's own
+entries are computed by hand in ``test_universal.py``), so the plan slots are (A100-80GB, 1 / 2 / 4 GPUs). The
+seconds per iteration of each (job, plan) come from the throughput model (tested on its own); every scale, offset
+and column of the encoding is written out here with literal numbers, so a change to any of them fails this test.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ STARTUP = 30.0
 RESTART = 10.0 + STARTUP  # a resize: restart_overhead (10 s), the checkpoint write (0 s here), then start-up
 # the flat start-up of env v2 (no model-size part), so that start-up is STARTUP exactly in the hand values
 FLAT = {"checkpoint_bandwidth": math.inf, "load_bandwidth": math.inf}
+#: env v5's cluster layout (3 plan slots, the nodes block), which every index and entry here is written for
+V5_LAYOUT = {"interface": "cluster"}
 JOBS = (  # submit, batch, seq, iterations, requested GPUs
     (0.0, 8, 1024, 20000.0, 1),
     (0.0, 16, 512, 20000.0, 2),
@@ -50,7 +53,7 @@ def env() -> FrenzyEnv:
     ]
     return FrenzyEnv(
         cluster=cluster, workload=Workload("golden", jobs), queue_slots=3, running_slots=2, startup_time=STARTUP,
-        **FLAT,
+        **FLAT, **V5_LAYOUT,
     )
 
 
@@ -220,7 +223,7 @@ def test_waiting_jobs_by_hand(env: FrenzyEnv) -> None:
     )
     # one queue slot fewer than jobs: the backlog counts the job beyond the window
     env2 = FrenzyEnv(cluster=env.cluster, workload=env.unwrapped.sim.workload, queue_slots=2, running_slots=2,
-                     startup_time=STARTUP, **FLAT)
+                     startup_time=STARTUP, **FLAT, **V5_LAYOUT)
     env2.reset(seed=0)
     obs2, *_ = env2.step(0)
     assert dict(zip(GLOBAL_FEATURES, obs2["globals"]))["backlog"] == pytest.approx(math.log1p(1) / 10.0)

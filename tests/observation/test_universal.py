@@ -34,10 +34,17 @@ from frenzy_env.world.cluster import CLUSTER_PRESETS, ClusterSpec, NodeSpec
 PRESETS = ("frenzy-testbed", "doubling-64", "pai-2020", "large-1024")
 
 
-def test_the_default_is_the_cluster_layout():
-    """interface="cluster" (the default) is env v5's layout: frenzy-testbed's 18 slots, Discrete(2,308)."""
-    assert SimConfig().interface == "cluster"
-    env = FrenzyEnv(workload="synthetic-small")
+def test_the_default_is_the_universal_layout_and_the_cluster_layout_is_v5s():
+    """interface="universal" is the default (env v6's): frenzy-testbed on the 28-slot grid, Discrete(3,588), the
+    plans and gpus blocks and no nodes; interface="cluster" (passed) is env v5's layout: frenzy-testbed's 18
+    slots, Discrete(2,308)."""
+    assert SimConfig().interface == "universal"
+    default = FrenzyEnv(workload="synthetic-small")
+    assert default.sim.num_plans == UNIVERSAL_PLANS == 28 and default.action_space.n == 3588
+    assert default.sim.plan_grid == (UNIVERSAL_TYPES, UNIVERSAL_LEVELS)
+    assert sorted(default.observation_space) == ["action_mask", "globals", "gpus", "plans", "queue", "running"]
+    assert default.plans_shape == (UNIVERSAL_PLANS, len(PLAN_FEATURES))
+    env = FrenzyEnv(workload="synthetic-small", interface="cluster")
     assert env.sim.num_plans == 18 and env.action_space.n == 2308 and env.sim.plan_grid == (3, 6)
     assert sorted(env.observation_space) == ["action_mask", "globals", "gpus", "nodes", "queue", "running"]
     assert env.running_shape == (64, len(RUNNING_FEATURES) + 18) and env.gpus_shape == (6,)
@@ -79,7 +86,7 @@ def test_the_grid_on_frenzy_testbed():
     assert (sim.plan_count[absent] == 0).all() and (sim.plan_type[absent] == 0).all()
     assert not sim.pred_ok[:, absent].any() and not sim.true_ok[:, absent].any()
     assert np.isinf(sim.iter_time[:, absent]).all()
-    cluster = FrenzyEnv(workload="synthetic-small").sim
+    cluster = FrenzyEnv(workload="synthetic-small", interface="cluster").sim
     present = np.flatnonzero(sim.plan_present)
     for name in ("pred_ok", "true_ok", "iter_time", "layout_tp", "plan_count", "plan_type"):
         assert np.array_equal(getattr(sim, name)[..., present], getattr(cluster, name)), name
@@ -183,7 +190,9 @@ def test_refusals_name_the_field_and_the_value():
         FrenzyEnv(workload="synthetic-small", interface="grid")
     with pytest.raises(ConfigError, match="max_plan_gpus.*128"):
         FrenzyEnv(workload="synthetic-small", interface="universal", max_plan_gpus=128)
-    assert SimConfig(max_plan_gpus=128).interface == "cluster"  # the cluster layout has no such limit
+    with pytest.raises(ConfigError, match="max_plan_gpus.*128"):  # the default interface is the universal one
+        SimConfig(max_plan_gpus=128)
+    assert SimConfig(max_plan_gpus=128, interface="cluster").max_plan_gpus == 128  # the cluster layout: no limit
     five = ClusterSpec("five", tuple(NodeSpec(t, 4) for t in (
         "H100-80GB", "A100-80GB", "A100-40GB", "V100-32GB", "T4-16GB")))
     with pytest.raises(ConfigError, match="interface='universal' holds at most 4 GPU types.*'five' has 5"):

@@ -1,8 +1,9 @@
 """The pacing rules (``SimConfig.resize_cooldown``, ``SimConfig.one_action_per_instant``): hand-computed instants
 at which a resize, a preemption or a start is legal, the same rules in the simulator, the masks and the env's
-invalid-action handling, the defaults leaving env v5's dynamics as they were, and a property test of the bound
-they give: with both on, no sequence of legal actions keeps the clock still for more than (jobs present + 1)
-steps."""
+invalid-action handling, env v6's defaults (both rules on, a 60 s cooldown) and the v5 keywords
+(``resize_cooldown=None``, ``one_action_per_instant=False``) leaving env v5's dynamics as they were, and a property
+test of the bound they give: with both on, no sequence of legal actions keeps the clock still for more than (jobs
+present + 1) steps."""
 
 from __future__ import annotations
 
@@ -29,6 +30,10 @@ A100_1x8 = ClusterSpec.from_counts("t1", {"A100-80GB": (1, 8)}, reference_gpu_ty
 FLAT = dict(startup_time=30.0, restart_overhead=10.0, load_bandwidth=math.inf, checkpoint_bandwidth=math.inf)
 # starts and restarts free: progress from the very instant of the action (only the pacing rules hold a job)
 FREE = dict(startup_time=0.0, restart_overhead=0.0, load_bandwidth=math.inf, checkpoint_bandwidth=math.inf)
+# env v5's pacing (no cooldown, any number of actions per instant: v6's defaults are a 60 s cooldown and one action)
+V5_PACING = dict(resize_cooldown=None, one_action_per_instant=False)
+# env v5's preemption (the GPUs free and the job back in the queue at once: v6's default "save_first" holds them)
+V5_STOP = dict(stop_mode="v5", checkpoint_interval=None)
 
 
 def _sim(make_job, make_workload, jobs=1, **config) -> ClusterSimulator:
@@ -63,8 +68,9 @@ def test_the_env_and_gym_make_take_the_keywords():
 
 def test_cooldown_holds_resizes_and_preemptions_for_its_seconds_after_a_start_or_resize(make_job, make_workload):
     """Cooldown 60 s: started at 0 (progress from 30), the job may be resized from 60, not at 30 or 59; resized at
-    60 (progress from 100), it is held until 120 although its start-up ends at 100."""
-    sim = _sim(make_job, make_workload, resize_cooldown=60.0, **FLAT)
+    60 (progress from 100), it is held until 120 although its start-up ends at 100. (Under v5's preemption and
+    without the one-action rule, so that the job preempted at 120 is back in the queue and starts again at 120.)"""
+    sim = _sim(make_job, make_workload, resize_cooldown=60.0, one_action_per_instant=False, **V5_STOP, **FLAT)
     p1, p2 = sim.plan_index("A100-80GB", 1), sim.plan_index("A100-80GB", 2)
     job = np.array([0])
     assert sim.start(0, p1)
@@ -84,8 +90,15 @@ def test_cooldown_holds_resizes_and_preemptions_for_its_seconds_after_a_start_or
 
 
 def test_without_a_cooldown_the_start_up_alone_holds_a_resize(make_job, make_workload):
-    """The default (and ``resize_cooldown=0``): env v5's rule, a resize once the start-up is over."""
-    for config in ({}, {"resize_cooldown": 0.0}, {"resize_cooldown": None, "one_action_per_instant": False}):
+    """``resize_cooldown=None`` (env v5's) or 0: v5's rule, a resize once the start-up is over. The default (env
+    v6's) is a 60 s cooldown, which still holds the job at 30."""
+    assert SimConfig().resize_cooldown == 60.0
+    sim = _sim(make_job, make_workload, **FLAT)
+    p1, p2 = sim.plan_index("A100-80GB", 1), sim.plan_index("A100-80GB", 2)
+    assert sim.start(0, p1)
+    _advance_to(sim, 30.0)
+    assert not sim.resize_mask(np.array([0])).any() and not sim.resize(0, p2)
+    for config in ({"resize_cooldown": None}, {"resize_cooldown": 0.0}, V5_PACING):
         sim = _sim(make_job, make_workload, **FLAT, **config)
         p1, p2 = sim.plan_index("A100-80GB", 1), sim.plan_index("A100-80GB", 2)
         assert sim.start(0, p1)
@@ -98,8 +111,9 @@ def test_without_a_cooldown_the_start_up_alone_holds_a_resize(make_job, make_wor
 def test_one_action_per_instant_holds_a_job_until_the_clock_moves(make_job, make_workload):
     """Free starts and restarts: at t = 0 job 0 is started and may then take no other action before t = 1 (no
     resize, no preemption, though its start-up is over); job 1 still may act at 0. Preempted at 1, job 0 is not
-    started again before 2, the wake-up the preemption set."""
-    sim = _sim(make_job, make_workload, jobs=2, one_action_per_instant=True, **FREE)
+    started again before 2, the wake-up the preemption set. (No cooldown and v5's preemption, so that the rule
+    alone holds the job and the preempted job is back in the queue at once.)"""
+    sim = _sim(make_job, make_workload, jobs=2, one_action_per_instant=True, resize_cooldown=None, **V5_STOP, **FREE)
     p1, p2 = sim.plan_index("A100-80GB", 1), sim.plan_index("A100-80GB", 2)
     both = np.array([0, 1])
     assert sim.start(0, p1) and sim.running[0].progress_from == 0.0
@@ -138,10 +152,15 @@ def test_a_job_out_of_memory_at_the_instant_of_its_start_gets_a_wake_up(make_job
     assert info["time"] == 1.0 and info["ooms"] == 1 and env.action_masks()[env.first_start :].any()
 
 
-def test_by_default_a_job_may_act_without_bound_at_one_instant(make_job, make_workload):
-    """What the rules bound: with free restarts and the defaults, one job is started, resized ten times and
-    preempted and started again at t = 0."""
-    sim = _sim(make_job, make_workload, **FREE)
+def test_without_the_rules_a_job_may_act_without_bound_at_one_instant(make_job, make_workload):
+    """What the rules bound: with free restarts and env v5's pacing and preemption (``resize_cooldown=None``,
+    ``one_action_per_instant=False``, ``stop_mode="v5"``), one job is started, resized ten times and preempted and
+    started again at t = 0. Under the defaults (env v6's: both rules on) the start is its only action there."""
+    default = _sim(make_job, make_workload, **FREE)
+    assert default.config.one_action_per_instant is True
+    assert default.start(0, default.plan_index("A100-80GB", 1))
+    assert not default.resize(0, default.plan_index("A100-80GB", 2)) and not default.preempt(0)
+    sim = _sim(make_job, make_workload, **V5_PACING, **V5_STOP, **FREE)
     p1, p2 = sim.plan_index("A100-80GB", 1), sim.plan_index("A100-80GB", 2)
     assert sim.start(0, p1)
     for k in range(10):

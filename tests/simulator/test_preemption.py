@@ -16,14 +16,18 @@ from frenzy_env.world.cluster import ClusterSpec
 
 A100_1x1 = ClusterSpec.from_counts("one", {"A100-80GB": (1, 1)}, reference_gpu_type="A100-80GB")
 A100_1x8 = ClusterSpec.from_counts("t1", {"A100-80GB": (1, 8)}, reference_gpu_type="A100-80GB")
+# env v5's preemption: the GPUs free and the job back in the queue at once, its save charged to its next start (v6's
+# default "save_first" holds the GPUs while it saves: tests/simulator/test_stops.py)
+V5_STOP = dict(stop_mode="v5", checkpoint_interval=None)
 
 
 def test_preempt_then_restart_costs_what_a_resize_does(make_job, make_workload):
     """A job preempted at t = 100 and started again on the same plan at once makes its first iteration
     ``restart_seconds`` later, exactly as a resize there would; its progress is kept and the deferred cost is
-    paid once."""
+    paid once. (Env v5's preemption, ``stop_mode="v5"``, and any number of actions per instant, so that the job
+    starts again at the instant of its preemption.)"""
     sim = ClusterSimulator(A100_1x8, make_workload(make_job(0, 0.0, 1e6), make_job(1, 100.0, 1e3)),
-                           SimConfig(startup_time=5.0, restart_overhead=10.0))
+                           SimConfig(startup_time=5.0, restart_overhead=10.0, one_action_per_instant=False, **V5_STOP))
     p1 = sim.plan_index("A100-80GB", 1)
     assert sim.start(0, p1)
     first = sim.attempts[0].progress_from
@@ -57,9 +61,10 @@ def test_env_without_preemption_keeps_its_action_space(make_job, make_env):
 
 def test_env_preempt_action_mask_and_step(make_job, make_env):
     """The preempt action of a running job is legal once its start-up is over (the rule of a resize); taking it
-    puts the job back in the queue and counts a restart; taking it again is an illegal no-op."""
+    puts the job back in the queue at once (env v5's preemption, ``stop_mode="v5"``) and counts a restart; taking it
+    again is an illegal no-op."""
     env = make_env(A100_1x8, [make_job(0, 0.0, 1e6), make_job(1, 0.0, 1e3)], preemption=True,
-                   queue_slots=4, running_slots=3)
+                   queue_slots=4, running_slots=3, **V5_STOP)
     assert env.action_space.n == env.first_preempt + 3
     assert env.observation_space["action_mask"].shape == (env.first_preempt + 3,)
     obs, info = env.reset(seed=0)
@@ -126,11 +131,12 @@ def test_sia_srpt_preempts_a_long_job_for_a_short_one(make_job, make_env):
 def test_preempting_plan_plays_the_short_job_first(make_job, make_env):
     """Whole episodes on one GPU (job 0: 3e4 iterations, about 53 minutes; job 1: 1e3, arriving at 600 s):
     with ``preempt`` job 1 starts on arrival and job 0 resumes after it, paying its restart; the average JCT
-    is lower than without preemption, where job 1 waits for job 0 (and the next round)."""
+    is lower than without preemption, where job 1 waits for job 0 (and the next round). (Env v5's preemption,
+    ``stop_mode="v5"``, which frees the GPU at the instant of the preemption.)"""
     jobs = [make_job(0, 0.0, 3e4), make_job(1, 600.0, 1e3)]
     results = {}
     for preempt in (False, True):
-        env = make_env(A100_1x1, jobs, preemption=True, queue_slots="all", running_slots="all")
+        env = make_env(A100_1x1, jobs, preemption=True, queue_slots="all", running_slots="all", **V5_STOP)
         ep = run_episode(env, make_policy("sia_srpt", env, preempt=preempt), seed=0)
         assert ep.metrics["invalid_actions"] == 0 and ep.metrics["finished"] == 2
         results[preempt] = (ep.metrics["avg_jct_h"], env.sim.records, [a.outcome for a in env.sim.attempts])

@@ -14,6 +14,12 @@ from frenzy_env.simulator import DONE, QUEUED, REJECTED, RUNNING, ClusterSimulat
 from frenzy_env.world.cluster import ClusterSpec
 from frenzy_env.world.models import get_model
 
+# env v5's pacing and preemption, which the hand-computed resizes and preemptions below rest on: no cooldown, any
+# number of actions on a job at one instant, and a preemption that frees its GPUs and requeues the job at once
+# (env v6's defaults are a 60 s cooldown, one action per instant and "save_first": tests/simulator/test_pacing.py
+# and test_stops.py)
+V5_DYNAMICS = dict(resize_cooldown=None, one_action_per_instant=False, stop_mode="v5", checkpoint_interval=None)
+
 
 def _load_s(model: str = "gpt2", nodes: int = 1) -> float:
     """Seconds to read a model's states (12 bytes per parameter) at SimConfig's 2.5e9 B/s per node."""
@@ -25,11 +31,20 @@ def sim(tiny_cluster, tiny_workload):
     return ClusterSimulator(tiny_cluster, tiny_workload, SimConfig(startup_time=30.0, restart_overhead=10.0))
 
 
-def test_plan_slots(sim):
-    # one GPU type, counts 1, 2, 4, 8 (8 = the whole cluster)
-    assert sim.num_plans == 4
-    assert sim.plan_count.tolist() == [1, 2, 4, 8]
-    assert sim.pred_ok.all() and sim.true_ok.all()  # gpt2 at batch 8 fits anywhere on 80 GB
+def test_plan_slots(sim, tiny_cluster, tiny_workload):
+    # the default (env v6's) universal grid: 4 type slots x 7 counts; the one GPU type in type slot 0 at counts
+    # 1, 2, 4, 8 (8 = the whole cluster), the counts it cannot hold and the other type slots absent
+    assert sim.num_plans == 28
+    assert sim.plan_count.tolist() == [1, 2, 4, 8] + [0] * 24
+    assert sim.plan_present.tolist() == [True] * 4 + [False] * 24
+    present = sim.plan_present
+    assert sim.pred_ok[:, present].all() and sim.true_ok[:, present].all()  # gpt2 at batch 8 fits anywhere on 80 GB
+    assert not sim.pred_ok[:, ~present].any() and not sim.true_ok[:, ~present].any()
+    # interface="cluster" (env v5's layout): one GPU type, counts 1, 2, 4, 8
+    v5 = ClusterSimulator(tiny_cluster, tiny_workload, SimConfig(interface="cluster"))
+    assert v5.num_plans == 4
+    assert v5.plan_count.tolist() == [1, 2, 4, 8]
+    assert v5.pred_ok.all() and v5.true_ok.all()
 
 
 def test_plan_table_is_built_once_and_immutable(sim):
@@ -116,7 +131,9 @@ def test_hand_computed_schedule(sim):
 
 
 def test_resize_pays_overhead_and_keeps_progress(tiny_cluster, tiny_workload):
-    sim = ClusterSimulator(tiny_cluster, tiny_workload, SimConfig(startup_time=5.0, restart_overhead=10.0))
+    """A resize at t = 10 (env v5's pacing: no cooldown holds it past the start-up)."""
+    sim = ClusterSimulator(tiny_cluster, tiny_workload,
+                           SimConfig(startup_time=5.0, restart_overhead=10.0, **V5_DYNAMICS))
     p2, p4 = sim.plan_index("A100-80GB", 2), sim.plan_index("A100-80GB", 4)
     assert sim.start(0, p2)
     load = _load_s()  # the states read (or written) on the plans' one node
@@ -140,10 +157,11 @@ def test_resize_pays_overhead_and_keeps_progress(tiny_cluster, tiny_workload):
 
 def test_attempt_log_keeps_every_allocation(make_job, make_workload):
     """Each start or resize opens an attempt (GPU type, count, layout, the GPUs held, times); the stop that ends
-    it records its end and outcome, and nothing else about the episode changes."""
+    it records its end and outcome, and nothing else about the episode changes. (Env v5's pacing and preemption:
+    job 2 is started, preempted and started again at one instant.)"""
     cluster = ClusterSpec.from_counts("two", {"V100-32GB": (1, 4), "A100-80GB": (1, 4)})  # A100 GPUs are 4-7
     wl = make_workload(make_job(0, 0.0, 1000.0), make_job(1, 10.0, 300.0), make_job(2, 10.0, 200.0))
-    sim = ClusterSimulator(cluster, wl, SimConfig(startup_time=5.0, restart_overhead=10.0))
+    sim = ClusterSimulator(cluster, wl, SimConfig(startup_time=5.0, restart_overhead=10.0, **V5_DYNAMICS))
     a2, a4 = sim.plan_index("A100-80GB", 2), sim.plan_index("A100-80GB", 4)
     v1 = sim.plan_index("V100-32GB", 1)
     assert sim.start(0, a2)
@@ -171,7 +189,10 @@ def test_attempt_log_keeps_every_allocation(make_job, make_workload):
     assert sim.attempts == []
 
 
-def test_preempt_returns_job_to_queue_in_arrival_order(sim):
+def test_preempt_returns_job_to_queue_in_arrival_order(tiny_cluster, tiny_workload):
+    """Preempted at the instant of its start (env v5's pacing and preemption: back in the queue at once)."""
+    sim = ClusterSimulator(tiny_cluster, tiny_workload,
+                           SimConfig(startup_time=30.0, restart_overhead=10.0, **V5_DYNAMICS))
     p1 = sim.plan_index("A100-80GB", 1)
     sim.advance()
     sim.advance()  # all three arrived

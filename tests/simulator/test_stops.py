@@ -1,6 +1,7 @@
 """How a preemption or a resize stops a job (``SimConfig.stop_mode``) and the periodic checkpoints a stop without
-a save falls back to (``SimConfig.checkpoint_interval``): hand-computed instances on one 8-GPU node, the default
-left as it was, and the invariant checker on random play under each mode."""
+a save falls back to (``SimConfig.checkpoint_interval``): hand-computed instances on one 8-GPU node, env v6's
+defaults ("save_first", checkpoints every 1800 s) and env v5's mode kept by its keywords (``stop_mode="v5"``,
+``checkpoint_interval=None``), and the invariant checker on random play under each mode."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from baselines import make_policy
 from frenzy_env import FrenzyEnv
 from frenzy_env.errors import ConfigError
 from frenzy_env.evaluation.episodes import run_episode
+from frenzy_env.registration import V5_WORLD
 from frenzy_env.simulator import QUEUED, RUNNING, ClusterSimulator, SimConfig
 from frenzy_env.simulator.config import RECOMMENDED_CHECKPOINT_INTERVAL
 from frenzy_env.testing.checker import InvariantChecker, InvariantViolation
@@ -23,6 +25,11 @@ A100_1x8 = ClusterSpec.from_counts("t1", {"A100-80GB": (1, 8)}, reference_gpu_ty
 # flat costs, so every time below is a sum of these: a start takes 5 s, a stop 10 s (no checkpoint write)
 FLAT = dict(startup_time=5.0, restart_overhead=10.0, checkpoint_bandwidth=math.inf, load_bandwidth=math.inf)
 WORK = 1e6  # iterations of job 0: it runs for about 30 h, long past every action below
+# env v5's stops: a preemption frees the GPUs at once, keeps all progress and charges its stop to the next start
+V5_STOP = dict(stop_mode="v5", checkpoint_interval=None)
+# any number of actions on a job at one instant (env v5's; v6's default allows one): a job preempted at 355 may
+# start again at 355
+ANY_ACTIONS = dict(one_action_per_instant=False)
 
 
 def _sim(make_job, make_workload, **config) -> ClusterSimulator:
@@ -42,17 +49,21 @@ def _finish_job0(sim: ClusterSimulator) -> float:
     return sim.records[0].finish_time
 
 
-def test_defaults_are_v5():
+def test_defaults_are_v6_and_v5_is_kept_by_its_keywords():
     cfg = SimConfig()
-    assert cfg.stop_mode == "v5" and cfg.checkpoint_interval is None
+    assert cfg.stop_mode == "save_first" and cfg.checkpoint_interval == RECOMMENDED_CHECKPOINT_INTERVAL
     assert RECOMMENDED_CHECKPOINT_INTERVAL == 1800.0
+    v5 = SimConfig(**V5_STOP)
+    assert v5.stop_mode == "v5" and v5.checkpoint_interval is None
+    assert {k: V5_WORLD[k] for k in V5_STOP} == V5_STOP  # the v5 ids' world has v5's stops
 
 
 @pytest.mark.parametrize(
     ("kwargs", "field"),
     [
         (dict(stop_mode="drain"), "stop_mode"),
-        (dict(stop_mode="kill"), "checkpoint_interval"),  # a kill needs the checkpoint it falls back to
+        # a kill needs the checkpoint it falls back to (the default has one: env v6's 1800 s)
+        (dict(stop_mode="kill", checkpoint_interval=None), "checkpoint_interval"),
         (dict(checkpoint_interval=0.0), "checkpoint_interval"),
         (dict(checkpoint_interval=-60.0), "checkpoint_interval"),
         (dict(checkpoint_interval=math.inf), "checkpoint_interval"),
@@ -69,8 +80,9 @@ def test_bad_values_raise_naming_the_field(kwargs, field):
 def test_kill_preemption_loses_exactly_the_run_since_the_last_checkpoint(make_job, make_workload):
     """Checkpoints every 100 s of run from the first iteration (t = 5): at 105, 205 and 305. A preemption at 355 keeps
     300 s of run, loses 50 s, frees the GPU at once and costs no stop; started again at once, the job pays only its
-    5 s start-up, so it finishes 50 + 5 s later than had it never stopped."""
-    sim = _sim(make_job, make_workload, stop_mode="kill", checkpoint_interval=100.0)
+    5 s start-up, so it finishes 50 + 5 s later than had it never stopped. (Any number of actions per instant, so
+    that it starts again at 355.)"""
+    sim = _sim(make_job, make_workload, stop_mode="kill", checkpoint_interval=100.0, **ANY_ACTIONS)
     it = float(sim.iter_time[0, sim.plan_index("A100-80GB", 1)])
     assert sim.progress(0) == pytest.approx(350.0 / it, rel=1e-12)
     assert sim.preempt(0)
@@ -87,10 +99,11 @@ def test_kill_preemption_loses_exactly_the_run_since_the_last_checkpoint(make_jo
 
 
 def test_kill_at_a_checkpoint_loses_nothing_and_v5_loses_nothing(make_job, make_workload):
-    """A kill 300 s into the run (t = 305) falls on a checkpoint; v5 (the default) keeps everything and charges
-    its 10 s stop to the next start."""
+    """A kill 300 s into the run (t = 305) falls on a checkpoint; v5 (``stop_mode="v5"``) keeps everything and
+    charges its 10 s stop to the next start."""
     jobs = make_workload(make_job(0, 0.0, WORK), make_job(1, 305.0, 1e3))
-    for config, kept, extra in ((dict(stop_mode="kill", checkpoint_interval=100.0), 300.0, 0.0), ({}, 300.0, 10.0)):
+    kill = dict(stop_mode="kill", checkpoint_interval=100.0)
+    for config, kept, extra in ((kill, 300.0, 0.0), (V5_STOP, 300.0, 10.0)):
         sim = ClusterSimulator(A100_1x8, jobs, SimConfig(**FLAT, **config))
         plan = sim.plan_index("A100-80GB", 1)
         sim.start(0, plan)
@@ -103,8 +116,10 @@ def test_kill_at_a_checkpoint_loses_nothing_and_v5_loses_nothing(make_job, make_
 
 def test_kill_resize_restarts_from_the_checkpoint_without_a_stop_or_write(make_job, make_workload):
     """A resize under "kill" at t = 355 onto 2 GPUs: the new attempt begins from the 300 s checkpoint and makes
-    its first iteration after the 5 s start-up only (v5: 10 s stop + 5 s start-up, all 350 s kept)."""
-    for config, kept, delay in ((dict(stop_mode="kill", checkpoint_interval=100.0), 300.0, 5.0), ({}, 350.0, 15.0)):
+    its first iteration after the 5 s start-up only (v5: 10 s stop + 5 s start-up, all 350 s kept; "save_first",
+    the default, resizes as v5 does)."""
+    kill = dict(stop_mode="kill", checkpoint_interval=100.0)
+    for config, kept, delay in ((kill, 300.0, 5.0), (V5_STOP, 350.0, 15.0), ({}, 350.0, 15.0)):
         sim = _sim(make_job, make_workload, **config)
         one, two = sim.plan_index("A100-80GB", 1), sim.plan_index("A100-80GB", 2)
         assert sim.restart_seconds(0, two) == delay
@@ -147,8 +162,9 @@ def test_save_first_preemption_holds_its_gpus_for_the_save(make_job, make_worklo
 
 
 def test_v5_preemption_frees_at_once_and_costs_the_job_the_same(make_job, make_workload):
-    """The default: the GPU is free at 355, and the 10 s stop is paid by the next start (finish 15 s late)."""
-    sim = _sim(make_job, make_workload)
+    """``stop_mode="v5"`` (env v5's; v6's default is "save_first", above): the GPU is free at 355, and the 10 s stop
+    is paid by the next start (finish 15 s late; any number of actions per instant, so that it starts at 355)."""
+    sim = _sim(make_job, make_workload, **V5_STOP, **ANY_ACTIONS)
     it = float(sim.iter_time[0, sim.plan_index("A100-80GB", 1)])
     assert sim.preempt(0)
     assert sim.status[0] == QUEUED and sim.busy_gpus == 0 and np.isnan(sim.saving_until).all()
@@ -200,7 +216,8 @@ def test_random_play_with_preemptions_keeps_every_invariant(mode, make_job, make
 
 
 def test_checker_catches_a_kill_that_loses_more_than_one_interval(make_job, make_workload):
-    sim = _sim(make_job, make_workload, stop_mode="kill", checkpoint_interval=100.0)
+    """(Any number of actions per instant: the killed job starts again at once.)"""
+    sim = _sim(make_job, make_workload, stop_mode="kill", checkpoint_interval=100.0, **ANY_ACTIONS)
     checker = InvariantChecker.for_simulator(sim)
     assert sim.preempt(0)
     checker.after_sim_action()  # 50 s lost: allowed

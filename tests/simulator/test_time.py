@@ -118,7 +118,9 @@ def test_the_env_never_skips_a_job_beyond_the_window_that_could_start():
     env = FrenzyEnv(cluster=ONE_NODE, workload=Workload("w", jobs), queue_slots=1, running_slots=4)
     env.reset(seed=0)
     sim = env.sim
-    assert env.visible_queue.tolist() == [0] and sim.pred_ok[0].tolist() == [False, False, True]
+    # job 0 fits only the 4-GPU plan slot (read by its index: the slot layout is the interface's)
+    assert env.visible_queue.tolist() == [0]
+    assert np.flatnonzero(sim.pred_ok[0]).tolist() == [sim.plan_index("A100-80GB", 4)]
     assert sim.start(2, sim.plan_index("A100-80GB", 2))  # the simulator directly: job 2 holds 2 GPUs
     env._settle()
     assert not env.action_masks()[env.first_start :].any()  # nothing visible can start

@@ -14,6 +14,8 @@ from frenzy_env.world.cluster import ClusterSpec
 
 A100_1x8 = ClusterSpec.from_counts("t1", {"A100-80GB": (1, 8)}, reference_gpu_type="A100-80GB")
 FREE = dict(startup_time=0.0, restart_overhead=0.0, load_bandwidth=math.inf, checkpoint_bandwidth=math.inf)
+# the one-action rule alone: no cooldown (env v5's; v6's default of 60 s would be the first rule broken)
+ONE_ACTION_ONLY = dict(one_action_per_instant=True, resize_cooldown=None)
 
 
 def _checked(make_job, make_workload, **config) -> tuple[ClusterSimulator, InvariantChecker, int, int]:
@@ -34,7 +36,8 @@ def _wait(sim: ClusterSimulator, checker: InvariantChecker, t: float) -> None:
 
 
 def test_a_resize_at_the_instant_of_the_start_is_a_violation(make_job, make_workload):
-    sim, checker, p1, p2 = _checked(make_job, make_workload, one_action_per_instant=True)
+    """(Without a cooldown: the one-action rule alone.)"""
+    sim, checker, p1, p2 = _checked(make_job, make_workload, **ONE_ACTION_ONLY)
     _unruled(sim)
     assert sim.start(0, p1)
     checker.after_sim_action()
@@ -44,7 +47,8 @@ def test_a_resize_at_the_instant_of_the_start_is_a_violation(make_job, make_work
 
 
 def test_a_restart_at_the_instant_of_a_preemption_is_a_violation(make_job, make_workload):
-    sim, checker, p1, _ = _checked(make_job, make_workload, one_action_per_instant=True)
+    """(Without a cooldown, so that the job may be preempted at 5: the one-action rule alone.)"""
+    sim, checker, p1, _ = _checked(make_job, make_workload, **ONE_ACTION_ONLY)
     assert sim.start(0, p1)
     checker.after_sim_action()
     _wait(sim, checker, 5.0)

@@ -26,7 +26,10 @@ from frenzy_env.testing.fuzzing import BUDGETS, MASKED_RANDOM, RANDOM_INSTANCES,
 from frenzy_env.workload import make_generator
 
 FUZZ_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "fuzz.py"
-SMALL = "frenzy/HeteroClusterSmall-v5"  # the agent fits it (frenzy-testbed, default slots) without preemption
+SMALL = "frenzy/HeteroClusterSmall-v6"  # a small preset of the current env version
+# the shipped agent is a v5, cluster-layout model: it fits the v5 world's id of the preset (frenzy-testbed, v5's
+# slots) without preemption, and no v6 id (universal slots)
+AGENT_SMALL = "frenzy/HeteroClusterSmall-v5"
 
 
 def agent_factory(env):
@@ -40,17 +43,17 @@ def _policies(*names):
 def test_short_fuzz_run_reaches_every_policy_kind_setting_and_budget():
     policies = {**_policies("fifo"), "ppo": agent_factory}
     report = fuzz(
-        2000, seed=2, policies=policies, presets=[SMALL], episode_steps=60, warmup_episodes=5, warmup_steps=100
+        2000, seed=2, policies=policies, presets=[AGENT_SMALL], episode_steps=60, warmup_episodes=5, warmup_steps=100
     )
     assert report.crashes == 0 and report.violations == 0, "\n".join(f["traceback"] for f in report.failures)
     assert report.steps == 2000 and report.policies == [MASKED_RANDOM, UNMASKED_RANDOM, "fifo", "ppo"]
-    assert report.presets == [SMALL, RANDOM_INSTANCES]
+    assert report.presets == [AGENT_SMALL, RANDOM_INSTANCES]
     for policy in report.policies:  # every kind played, on the preset and (but the agent) on random instances
-        assert report.episodes_by_pair[policy][SMALL] > 0 and report.steps_by_policy[policy] > 0, policy
+        assert report.episodes_by_pair[policy][AGENT_SMALL] > 0 and report.steps_by_policy[policy] > 0, policy
         assert policy == "ppo" or report.episodes_by_pair[policy][RANDOM_INSTANCES] > 0, policy
     assert RANDOM_INSTANCES not in report.episodes_by_pair["ppo"]  # it fits no random instance
     assert report.refusals == sum(sum(v.values()) for v in report.refusals_by_pair.values())
-    assert set(report.refusals_by_pair) == {"ppo"} and report.refusals_by_pair["ppo"][SMALL] == 1  # preemption on
+    assert set(report.refusals_by_pair) == {"ppo"} and report.refusals_by_pair["ppo"][AGENT_SMALL] == 1  # preemption on
     assert report.episodes_by_preemption["on"] > 0 and report.episodes_by_preemption["off"] > 0
     assert report.preemptions > 0
     assert all(report.episodes_by_budget[b] > 0 for b in BUDGETS)

@@ -93,14 +93,16 @@ def test_bad_load_modes_are_refused_naming_the_field():
         check_suite(Suite("x", "test", "x", synthetic=SyntheticPart((1000,)), version="v9", load_mode="Busy"))
 
 
-# values of env v5's generators (seed 0), taken before the busy load existed
+# values of env v5's generators (seed 0, under v5's efficiency "microbatch", by which the fluid load sizes the
+# arrivals), taken before the busy load existed
 V5_SUBMIT_SUMS = {"synthetic-small": 211070.23432188787, "synthetic": 9162012.63926065,
                   "itp-default": 534868715.7013796}
 
 
 @pytest.mark.parametrize("preset", sorted(V5_SUBMIT_SUMS))
 def test_the_default_load_mode_leaves_workloads_as_they_were(preset):
-    gen = make_generator(preset)
+    assert make_generator(preset).load_mode == "fluid"
+    gen = make_generator(preset, efficiency="microbatch")  # v5's efficiency (v6's default is "per_type")
     assert gen.load_mode == "fluid"
     wl = gen.generate(0)
     assert sum(j.submit_time for j in wl.jobs) == pytest.approx(V5_SUBMIT_SUMS[preset], rel=1e-12)

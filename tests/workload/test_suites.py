@@ -32,7 +32,12 @@ def _run(argv, capsys):
 
 # ------------------------------------------------------------------------------------------------ registry
 def test_suites_are_named_by_the_env_version_and_unknown_names_list_the_known_ones():
-    assert set(SUITES) == {f"{ENV_VERSION}-{kind}" for kind in ("quick", "validation", "test", "train")}
+    assert ENV_VERSION == "v6"
+    kinds = ("quick", "validation", "test", "transfer", "train")  # v6 added transfer (on cloud-mixed)
+    assert set(SUITES) == {f"{ENV_VERSION}-{kind}" for kind in kinds}
+    assert SUITES[f"{ENV_VERSION}-transfer"].cluster == "cloud-mixed"
+    # every suite of v6 at load_mode "wait" 0.6
+    assert all(s.load_mode == "wait" for s in SUITES.values())
     import frenzy_env.registration
 
     assert frenzy_env.registration.ENV_VERSION == ENV_VERSION

@@ -81,13 +81,13 @@ def test_accumulation_by_hand_on_a_tiny_plan():
     assert flat[0] == flat[1] == pytest.approx(998_400.0 * 128 / (1e12 * 0.4) + DEFAULT_OVERHEAD_S)
 
 
-def test_flat_is_the_speed_models_default_and_microbatch_the_envs():
+def test_flat_is_the_speed_models_default_and_per_type_the_envs():
     kw = dict(batch_size=64, seq_len=1024, gpu="A100-80GB", dp=np.array([1, 2, 4, 8]), tp=np.array([1, 1, 2, 1]),
               nodes_spanned=1, pp=np.array([1, 1, 1, 2]), micro_batch=np.array([4, 8, 2, 1]))
     a = iteration_time_array("gpt2-xl", **kw)
     b = iteration_time_array("gpt2-xl", **kw, efficiency="flat")
     assert np.array_equal(a, b)
-    assert SimConfig().efficiency == "microbatch"  # env v5
+    assert SimConfig().efficiency == "per_type"  # env v6 (v5's was "microbatch")
 
 
 def test_bad_efficiency_is_named():

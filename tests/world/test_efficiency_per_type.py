@@ -50,7 +50,7 @@ TYPES = (
 def test_every_catalogue_type_has_a_curve():
     assert set(HALF_TOKENS_BY_TYPE) == set(LEVEL_BY_TYPE) == set(GPU_TYPES)
     assert {(n, h, lv) for n, _, h, lv in TYPES} == {(n, *type_curve(n)) for n in GPU_TYPES}
-    assert EFFICIENCY_MODES == ("flat", "microbatch", "per_type") and DEFAULT_EFFICIENCY == "microbatch"
+    assert EFFICIENCY_MODES == ("flat", "microbatch", "per_type") and DEFAULT_EFFICIENCY == "per_type"  # env v6
 
 
 @pytest.mark.parametrize(("name", "peak", "half", "level"), TYPES)
@@ -100,7 +100,7 @@ def test_only_compute_changes():
     assert per < mb  # the 3090's level and flatter curve
 
 
-# the committed code's values under the default (efficiency="microbatch"), computed before "per_type" existed
+# the committed code's values under env v5's default (efficiency="microbatch"), computed before "per_type" existed
 DEFAULT_CASES = (
     ("gpt2", 32, 1024, "RTX3090-24GB", [1, 2, 4, 8], [1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 2], None,
      [1.021534253742504, 0.5522428916324614, 0.31825721057744005, 0.35951679458326263]),
@@ -118,11 +118,11 @@ DEFAULT_CASES = (
 
 
 @pytest.mark.parametrize("case", DEFAULT_CASES, ids=[c[0] + "/" + c[3] for c in DEFAULT_CASES])
-def test_default_iteration_times_unchanged(case):
+def test_v5_microbatch_iteration_times_unchanged(case):
     model, batch, seq, gpu, dp, tp, pp, span, mb, want = case
     kw = dict(batch_size=batch, seq_len=seq, gpu=gpu, dp=np.array(dp), tp=np.array(tp), pp=np.array(pp),
               nodes_spanned=np.array(span), micro_batch=None if mb is None else np.array(mb))
-    assert iteration_time_array(model, efficiency=DEFAULT_EFFICIENCY, **kw).tolist() == pytest.approx(want, rel=1e-14)
+    assert iteration_time_array(model, efficiency="microbatch", **kw).tolist() == pytest.approx(want, rel=1e-14)
 
 
 def _testbed_sim(**cfg):
@@ -133,11 +133,11 @@ def _testbed_sim(**cfg):
     return ClusterSimulator(spec, Workload("t", jobs), SimConfig(max_plan_gpus=8, **cfg))
 
 
-def test_default_simulator_unchanged():
-    """The plan table of the default SimConfig (A100-80GB, V100-32GB, RTX 3090 x 1, 2, 4, 8 GPUs), as the
-    committed code gave it."""
-    t = _testbed_sim().plan_table
-    assert SimConfig().efficiency == "microbatch"
+def test_v5_simulator_unchanged():
+    """The plan table of env v5's default SimConfig (efficiency "microbatch", the cluster layout: A100-80GB,
+    V100-32GB, RTX 3090 x 1, 2, 4, 8 GPUs), as the committed code gave it."""
+    t = _testbed_sim(efficiency="microbatch", interface="cluster").plan_table
+    assert SimConfig().efficiency == "per_type"  # env v6's default
     want0 = [0.270313884666, 0.162649424246, 0.109477194036, 0.0824151794182, 0.630095337221, 0.34106166541,
              0.197204829505, 0.128795579553, 1.06749179088, 0.567562070679, 0.318257210577, 0.344125879784]
     want1 = [5.91125129335, 2.99254574001, 1.53385296334, 0.805826575002, 13.241852304, 9.7901233828,
@@ -150,9 +150,9 @@ def test_default_simulator_unchanged():
 
 
 def test_simulator_per_type():
-    """Under "per_type" the A100 slots (the testbed's reference type) and the trace job's work are the default's;
-    the other types' slots are the throughput model's per-type times of the slot's layout."""
-    base, per = _testbed_sim().plan_table, _testbed_sim(efficiency="per_type").plan_table
+    """Under "per_type" the A100 slots (the testbed's reference type) and the trace job's work are "microbatch"'s
+    (env v5's); the other types' slots are the throughput model's per-type times of the slot's layout."""
+    base, per = _testbed_sim(efficiency="microbatch").plan_table, _testbed_sim(efficiency="per_type").plan_table
     a100 = per.plan_type == per.gpu_types.index("A100-80GB")
     assert np.array_equal(per.iter_time[:, a100], base.iter_time[:, a100])
     assert per.work[1] == base.work[1]

@@ -47,13 +47,14 @@ def test_factor_is_independent_of_actions_predictor_and_margin(make_env, make_jo
     jobs = [make_job(i, 10.0 * i, 200.0, model="gpt2-medium") for i in range(4)]
     cluster = ClusterSpec.homogeneous("V100-16GB", 1, 4)
     default = make_env(cluster, jobs)
-    default.reset(seed=3)
-    assert default.sim_config.memory_truth == "residual" and default.sim_config.memory_margin == 0.0  # env v5
+    assert default.sim_config.memory_truth == "published" and default.sim_config.memory_margin == 0.0  # env v6
+    v5 = make_env(cluster, jobs, memory_truth="residual")  # env v5's truth
+    v5.reset(seed=3)
     v4 = make_env(cluster, jobs, memory_truth="estimate")
     v4.reset(seed=3)
     assert (v4.sim.memory_factor == 1.0).all()  # env v4's truth: the estimate itself
     expected = memory_truth.memory_factors(3, range(4))
-    assert np.array_equal(default.sim.memory_factor, expected)
+    assert np.array_equal(v5.sim.memory_factor, expected)
     for kw in ({}, {"predictor": "oracle"}, {"predictor": "frenzy", "memory_margin": 0.2}):
         env = make_env(cluster, jobs, memory_truth="residual", **kw)
         env.reset(seed=3)
@@ -112,7 +113,7 @@ def test_extended_ooms_where_the_truth_is_larger_and_counts_lost_gpu_hours(force
 def test_oracle_and_a_margin_never_oom(forced_factor, make_job, make_workload, cfg):
     sim = _one_job_sim(make_job, make_workload, **cfg)
     plan = sim.plan_index("V100-16GB", 1)
-    assert sim.pred_ok[0].all()  # a smaller micro-batch still fits every plan ...
+    assert sim.pred_ok[0][sim.plan_present].all()  # a smaller micro-batch still fits every plan (of the grid) ...
     assert sim.true_ok[0][sim.pred_ok[0]].all()  # ... and what the masks admit truly fits
     assert sim.start(0, plan)
     while not sim.done:
