@@ -4,8 +4,8 @@ benchmark`` (which only parses its flags and calls :func:`run_benchmark` and :fu
 Sections (:data:`SECTIONS`; ``frenzy benchmark --sections``, default all):
 
 ``steps``
-    environment steps per second with masked-random actions on ``frenzy/HeteroCluster-v5`` and
-    ``frenzy/Large1024-v5``, Gymnasium's ``CartPole-v1`` steps per second in the same run, and their ratio
+    environment steps per second with masked-random actions on ``frenzy/HeteroCluster-v6`` and
+    ``frenzy/Large1024-v6``, Gymnasium's ``CartPole-v1`` steps per second in the same run, and their ratio
     (how many CartPole steps one environment step costs: a machine-independent figure). Every rate is the
     best of ``repeats`` interleaved rounds, so a busy machine disturbs the ratio less.
 ``replay``

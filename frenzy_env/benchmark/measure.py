@@ -253,8 +253,11 @@ def bench_steps(cfg: BenchConfig, res: Results, log: Callable[[str], None]) -> N
                 env.reset()
         return n / (time.perf_counter() - t0), n / max(time.process_time() - c0, 1e-9)
 
-    envs = {"default (HeteroCluster-v5)": gym.make("frenzy/HeteroCluster-v5"),
-            "large-1024 (Large1024-v5)": gym.make("frenzy/Large1024-v5")}
+    from frenzy_env.versions import ENV_VERSION
+
+    v = ENV_VERSION
+    envs = {f"default (HeteroCluster-{v})": gym.make(f"frenzy/HeteroCluster-{v}"),
+            f"large-1024 (Large1024-{v})": gym.make(f"frenzy/Large1024-{v}")}
     state = {}
     for name, env in envs.items():
         obs, _ = env.reset(seed=0)
