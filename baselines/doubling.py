@@ -175,7 +175,6 @@ class DoublingPolicy(ScriptedPolicy):
         self.recomputes = 0
         self._counters: tuple = ()
         self._cooldown = float(view.config.resize_cooldown or 0.0)  # SimConfig.resize_cooldown (None: 0)
-        self._acted: dict[int, float] = {}  # job -> time of this policy's last start or resize of it
 
     def _plan(self, t: int, count: int) -> int:
         return t * self._stride + int(np.searchsorted(self.levels, count))
@@ -382,21 +381,12 @@ class DoublingPolicy(ScriptedPolicy):
         action = self._realise(mask)
         # the timer is set before the action is taken: after a start or resize the env may advance by itself
         self.wake_at(self.next_due(action))
-        if action >= self.env.first_start:  # a start or resize (this policy never preempts): its cooldown's origin
-            self._acted[self._acted_job(action)] = view.now
         return action
-
-    def _acted_job(self, action: int) -> int:
-        """The job a start or resize ``action`` acts on (in the env's windows as they are now)."""
-        env = self.env
-        if action < env.first_resize:
-            return int(env.visible_queue[(action - env.first_start) // self.view.num_plans])
-        return int(env.visible_running[(action - env.first_resize) // self.view.num_plans])
 
     def next_due(self, action: int | None = None) -> float:
         """When the policy must act although nothing happens in the simulator (inf: never): the earliest end
         of an exploration step, or the time the env first allows the resize a job is waiting for (the end of its
-        start-up, or of its ``resize_cooldown`` after this policy's last start or resize of it). ``action``, about
+        start-up, or of its ``resize_cooldown`` after its last start or resize, ``view.last_action``). ``action``, about
         to be taken: a start or resize of an exploring job begins a step, which ends ``explore_time`` after its
         start-up (``view.startup_seconds``, ``view.restart_seconds`` for a resize)."""
         view, env = self.view, self.env
@@ -421,7 +411,7 @@ class DoublingPolicy(ScriptedPolicy):
             run = running.get(j)
             if run is None or run.plan == self._plan(*self.target[j]):
                 continue
-            ready = max(run.progress_from, self._acted.get(j, -np.inf) + self._cooldown)
+            ready = max(run.progress_from, float(view.last_action[j]) + self._cooldown)
             if ready > now:
                 due = min(due, ready)
         return due

@@ -24,6 +24,7 @@ from frenzy_env.cli.policies import model_arg
 from frenzy_env.cli.results_folder import EVALUATE_FILES, add_overwrite_flag, close_results_folder, open_results_folder
 from frenzy_env.errors import FrenzyError
 from frenzy_env.paths import atomic_write_csv, atomic_write_text
+from frenzy_env.versions import ENV_VERSION
 
 DEFAULT_POLICIES = ("frenzy", "asrpt", "doubling", "srpt_est", "fifo", "sjf")
 #: the env version whose world the shipped ``ppo`` model plays (its spaces are that version's layout):
@@ -44,13 +45,7 @@ def default_policies(world: str | None = None) -> list[str]:
 def _world_names() -> list[str]:
     from frenzy_env.registration import WORLDS
 
-    return [name for name in WORLDS if name != _current_version()]
-
-
-def _current_version() -> str:
-    from frenzy_env.versions import ENV_VERSION
-
-    return ENV_VERSION
+    return [name for name in WORLDS if name != ENV_VERSION]
 
 
 def _suite_names() -> list[str]:
@@ -129,7 +124,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--world", choices=_world_names(), default=None,
         help=f"play in the world of an earlier env version (its keywords under --env's; default: this version's, "
-        f"{_current_version()}): the shipped ppo model plays the {PPO_WORLD} world, and --world {PPO_WORLD} adds "
+        f"{ENV_VERSION}): the shipped ppo model plays the {PPO_WORLD} world, and --world {PPO_WORLD} adds "
         "it to the default policies",
     )
     p.add_argument(

@@ -90,7 +90,7 @@ class SimView:
       iteration on the plan's layout when its GPUs span that many nodes.
 
     The state now (read through to the simulator at each access). The arrays are the simulator's own, which
-    it updates in place: **do not mutate** ``status``, ``done_iters``, ``oom_known``, ``job_restarts``,
+    it updates in place: **do not mutate** ``status``, ``done_iters``, ``oom_known``, ``job_restarts``, ``last_action``,
     ``free`` nor the values of ``running``:
 
     * ``now``; ``arrived`` (jobs whose submit time has passed: job indices ``< arrived``), ``finished``,
@@ -98,7 +98,8 @@ class SimView:
     * ``status`` (J,) int8: :data:`FUTURE`, :data:`QUEUED`, :data:`RUNNING`, :data:`DONE`, :data:`REJECTED`;
       ``done_iters`` (J,) iterations done (running jobs: as of their last event); ``progress(job)`` the
       iterations a job has done by now (a running job's counted to the present); ``oom_known`` (J, P)
-      plans that crashed with out-of-memory; ``job_restarts`` (J,) restarts of each job;
+      plans that crashed with out-of-memory; ``job_restarts`` (J,) restarts of each job; ``last_action`` (J,)
+      the time of each job's last start, resize or preemption (the pacing rules' origin);
     * ``running``: a read-only mapping job index -> :class:`RunningJob`, in start order (a resize keeps a
       job's place);
     * ``free`` (N,) free GPUs per node; ``free_by_type()`` (T,) a fresh array;
@@ -208,6 +209,12 @@ class SimView:
     def oom_known(self) -> np.ndarray:
         """(J, P) plans that crashed with out-of-memory for the job."""
         return self._sim.oom_known
+
+    @property
+    def last_action(self) -> np.ndarray:
+        """(J,) time of each job's last start, resize or preemption (-inf before its first): the origin of its
+        ``resize_cooldown`` and of ``one_action_per_instant``'s hold (:meth:`ClusterSimulator.resize_ready`)."""
+        return self._sim.last_action
 
     @property
     def job_restarts(self) -> np.ndarray:
