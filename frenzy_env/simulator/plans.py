@@ -36,7 +36,12 @@ from frenzy_env.world.cluster import ClusterSpec, get_gpu_type
 from frenzy_env.world.layouts import plan_layouts, powers_of_two
 from frenzy_env.world.memory.estimator import estimate_memory_layouts
 from frenzy_env.world.memory.planning import plan_resources
-from frenzy_env.world.memory.published_truth import published_factors, true_peak_layouts
+from frenzy_env.world.memory.published_truth import (
+    CONTEXT_BYTES,
+    published_factors,
+    structural_peak_layouts,
+    true_peak_layouts,
+)
 from frenzy_env.world.memory.truth import memory_factors
 from frenzy_env.world.throughput import iteration_time_array
 
@@ -168,12 +173,17 @@ class PlanTable:
         shared = (*shared, cfg.memory_margin, cfg.memory_truth)
         key_of_job = np.empty(n, dtype=np.int64)
         row_params: list[int] = []
+        # a row's layouts, speeds and predicted fit do not depend on the job's memory factor (unless the predictor
+        # is the oracle, which reads the truth): the cached row keeps the chosen layout's memory before the factor,
+        # and each job's true fit is computed from it here (the same arithmetic as on the whole layout array)
+        oracle = cfg.predictor == "oracle"
         for i, job in enumerate(jobs):
             key = (id(job.model), int(job.batch_size), int(job.seq_len), factors[i])
             idx = cache.get(key)
             if idx is None:
                 idx = cache[key] = len(rows)
-                rows.append(self._cached_row(job.model, key[1], key[2], cfg, shared, key[3]))
+                row = self._cached_row(job.model, key[1], key[2], cfg, shared, key[3] if oracle else None)
+                rows.append((row[0], _true_fit(row, key[3], cfg), *row[2:7]))
                 row_params.append(int(job.model.num_params))
             key_of_job[i] = idx
         pred = np.stack([r[0] for r in rows])
@@ -229,12 +239,15 @@ class PlanTable:
         )
         self._node_cap_l = tuple(cluster.node_capacity.tolist())
 
-    def _cached_row(self, model, batch: int, seq: int, cfg: SimConfig, shared: tuple, factor: float = 1.0) -> tuple:
+    def _cached_row(
+        self, model, batch: int, seq: int, cfg: SimConfig, shared: tuple, factor: float | None = None
+    ) -> tuple:
         """:meth:`_plan_row` through the process-wide cache (:data:`_ROW_CACHE`), keyed by the model's full
         specification (a frozen dataclass, compared by value), the batch, the sequence, the job's memory
-        ``factor`` (1 under ``memory_truth="estimate"``) and ``shared``: what the table's rows have in
-        common (predictor, utilisation, efficiency, the GPU types' specifications, the cluster's plan slots and
-        placeable capacity, the memory margin, the memory truth). The row's arrays are read-only."""
+        ``factor`` (None but under the oracle predictor, whose predicted fit reads the truth: every other row is
+        shared by every factor) and ``shared``: what the table's rows have in common (predictor, utilisation,
+        efficiency, the GPU types' specifications, the cluster's plan slots and placeable capacity, the memory
+        margin, the memory truth). The row's arrays are read-only."""
         key = (model, batch, seq, factor, *shared)
         row = _ROW_CACHE.get(key)
         if row is None:
@@ -247,13 +260,17 @@ class PlanTable:
             _ROW_CACHE[key] = row
         return row
 
-    def _plan_row(self, model, batch: int, seq: int, cfg: SimConfig, factor: float = 1.0) -> tuple:
-        """Feasibility, layout and speed of one (model, batch, seq) on every plan slot; ``factor``: the job's
-        true-memory factor (true peak = extended estimate x factor; 1 under ``memory_truth="estimate"``; under
-        ``"published"``: CUDA context + factor x structural peak)."""
+    def _plan_row(self, model, batch: int, seq: int, cfg: SimConfig, factor: float | None = None) -> tuple:
+        """Feasibility, layout and speed of one (model, batch, seq) on every plan slot: ``(pred_ok, true_base,
+        layout tp, seconds per iteration, reason, layout pp, micro-batch, memory)`` per slot, ``true_base`` the
+        chosen layout's true peak before the job's factor (the structural peak under ``memory_truth=
+        "published"``, the extended estimate otherwise; NaN on a slot without a layout) and ``memory`` its GPU
+        type's bytes (:func:`_true_fit` applies a factor). ``factor``: the job's true-memory factor, read only by
+        the oracle predictor (None otherwise)."""
         p = self.num_plans
         pred_ok = np.zeros(p, dtype=bool)
-        true_ok = np.zeros(p, dtype=bool)
+        true_base = np.full(p, np.nan)
+        memory = np.zeros(p)
         best_tp = np.ones(p, dtype=np.int64)
         best_pp = np.ones(p, dtype=np.int64)
         best_mb = np.full(p, int(batch), dtype=np.int64)
@@ -276,14 +293,15 @@ class PlanTable:
             cap = gpu.memory_bytes
             lay = {"dp": dp_a, "tp": tp_a, "pp": pp_a, "micro_batch": mb_a}
             est = estimate_memory_layouts(model, batch_size=batch, seq_len=seq, **lay)
-            if cfg.memory_truth == "published":
-                true_mem = true_peak_layouts(model, batch_size=batch, seq_len=seq, factor=factor, **lay)
-            else:
-                true_mem = est if factor == 1.0 else est * factor
-            true_fit = true_mem <= cap
+            published = cfg.memory_truth == "published"
+            base = structural_peak_layouts(model, batch_size=batch, seq_len=seq, **lay) if published else est
             budget = cap if cfg.memory_margin == 0 else cap * (1.0 - cfg.memory_margin)  # what the masks allow
-            if cfg.predictor == "oracle":
-                pred_fit = true_mem <= budget  # the truth itself, factor included
+            if cfg.predictor == "oracle":  # the truth itself, factor included
+                if published:
+                    true_mem = true_peak_layouts(model, batch_size=batch, seq_len=seq, factor=factor, **lay)
+                else:
+                    true_mem = est if factor == 1.0 else est * factor
+                pred_fit = true_mem <= budget
             elif pred_method == "extended":
                 pred_fit = est <= budget
             else:
@@ -310,7 +328,8 @@ class PlanTable:
                         choose = plain
                 best = choose[np.argmin(it[choose])]
                 pred_ok[slot] = bool(ok.size)
-                true_ok[slot] = bool(true_fit[best])
+                true_base[slot] = base[best]
+                memory[slot] = cap
                 best_tp[slot] = tp_a[best]
                 best_pp[slot] = pp_a[best]
                 best_mb[slot] = mb_a[best]
@@ -326,4 +345,17 @@ class PlanTable:
             reason = getattr(plans, "reason", "") or (
                 f"no plan of up to {int(self.plan_counts_levels[-1])} GPUs fits in memory on this cluster"
             )
-        return pred_ok, true_ok, best_tp, best_it, reason, best_pp, best_mb
+        return pred_ok, true_base, best_tp, best_it, reason, best_pp, best_mb, memory
+
+
+def _true_fit(row: tuple, factor: float, cfg: SimConfig) -> np.ndarray:
+    """(P,) whether each slot's chosen layout of a :meth:`PlanTable._plan_row` truly fits for a job of memory
+    ``factor``: ``CONTEXT_BYTES + factor x structural peak`` (``memory_truth="published"``) or ``estimate x
+    factor`` (otherwise; the estimate itself at factor 1) at most its GPU's memory; False where no layout."""
+    base, memory = row[1], row[7]
+    if cfg.memory_truth == "published":
+        mem = CONTEXT_BYTES + float(factor) * base
+    else:
+        mem = base if factor == 1.0 else base * factor
+    with np.errstate(invalid="ignore"):
+        return ~np.isnan(base) & (mem <= memory)

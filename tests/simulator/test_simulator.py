@@ -79,9 +79,11 @@ def test_plan_rows_are_shared_across_tables_and_keyed_by_what_they_depend_on(tin
         assert calls == []  # both rows from the cache
         table = again.plan_table
         fresh = [original(table, get_model(m), 8, 1024, SimConfig()) for m in ("gpt2", "gpt2-medium")]
-        for k, name in ((0, "pred_ok"), (1, "true_ok"), (2, "layout_tp"), (3, "iter_time")):
+        for k, name in ((0, "pred_ok"), (2, "layout_tp"), (3, "iter_time")):
             assert np.array_equal(getattr(again, name), np.stack([fresh[0][k], fresh[1][k]]))
             assert np.array_equal(getattr(again, name), getattr(first, name))
+        true = [plans._true_fit(row, f, SimConfig()) for row, f in zip(fresh, again.memory_factor)]
+        assert np.array_equal(again.true_ok, np.stack(true)) and np.array_equal(again.true_ok, first.true_ok)
         ClusterSimulator(tiny_cluster, jobs, SimConfig(predictor="frenzy"))
         ClusterSimulator(ClusterSpec.homogeneous("A100-80GB", 1, 4), jobs, SimConfig())
         assert len(calls) == 4  # a new predictor, a new cluster: new rows
@@ -90,6 +92,52 @@ def test_plan_rows_are_shared_across_tables_and_keyed_by_what_they_depend_on(tin
         plans.PlanTable._plan_row = original
     row = next(iter(plans._ROW_CACHE.values()))
     assert not row[0].flags.writeable  # shared rows cannot be changed by one table's owner
+
+
+@pytest.mark.parametrize("truth", ["published", "residual"])
+def test_plan_rows_are_shared_across_memory_factors_and_true_fit_is_each_jobs(truth, make_job, make_workload):
+    """A job's memory factor changes only whether its chosen layouts truly fit: a second episode of the same
+    jobs under another seed (other factors) computes no row, and each job's true fit is, slot by slot, its
+    chosen layout's true peak (context + factor x structural peak, or estimate x factor) against the GPU's
+    memory, computed here from the layout itself."""
+    from frenzy_env.simulator import plans
+    from frenzy_env.world.cluster import get_gpu_type
+    from frenzy_env.world.memory.estimator import estimate_memory_layouts
+    from frenzy_env.world.memory.published_truth import true_peak_layouts
+
+    cluster = ClusterSpec.from_counts("two-types", {"A100-40GB": (1, 4), "RTX3090-24GB": (1, 4)})
+    jobs = make_workload(*(make_job(i, float(i), 900.0, model=m) for i, m in enumerate(["gpt2-xl", "gpt2-large"])))
+    cfg = SimConfig(memory_truth=truth)
+    plans._ROW_CACHE.clear()
+    ClusterSimulator(cluster, jobs, cfg, seed=0)
+    calls = []
+    original = plans.PlanTable._plan_row
+    plans.PlanTable._plan_row = lambda self, *a: calls.append(a) or original(self, *a)
+    try:
+        sims = [ClusterSimulator(cluster, jobs, cfg, seed=s) for s in range(1, 30)]
+    finally:
+        plans.PlanTable._plan_row = original
+    assert calls == []  # other factors, the same rows
+    assert len({tuple(s.memory_factor) for s in sims}) > len(sims) // 2  # factors differ between seeds
+    flips = 0
+    for sim in sims:
+        for j, job in enumerate(sim.jobs):
+            for p in np.flatnonzero(sim.pred_ok[j]):
+                row = sim._row_key_l[j]
+                tp, pp, mb = sim._row_tp_l[row][p], sim._row_pp_l[row][p], sim._row_mb_l[row][p]
+                count = int(sim.plan_count[p])
+                lay = {k: np.array([v]) for k, v in (("dp", count // (tp * pp)), ("tp", tp), ("pp", pp),
+                                                      ("micro_batch", mb))}
+                kw = dict(batch_size=job.batch_size, seq_len=job.seq_len, **lay)
+                f = float(sim.memory_factor[j])
+                if truth == "published":
+                    peak = true_peak_layouts(job.model, factor=f, **kw)[0]
+                else:
+                    peak = estimate_memory_layouts(job.model, **kw)[0] * f
+                memory = get_gpu_type(sim.plan_table.gpu_types[int(sim.plan_type[p])]).memory_bytes
+                assert bool(sim.true_ok[j, p]) == bool(peak <= memory), (j, p, peak, memory)
+                flips += int(sim.true_ok[j, p] != sims[0].true_ok[j, p])
+    assert flips > 0  # the factors do decide some fits here
 
 
 def test_hand_computed_schedule(sim):
