@@ -407,10 +407,12 @@ class _PairScorer(nn.Module):
             lin = lin + extra[bi, si] * self.coef_demand(h)
             k_pre = k_pre + self.key_demand(plan_demand.unsqueeze(-1))
         keys = self.key_out(th.relu(k_pre))  # (B, P, H)
-        att = (self.query(h)[:, None, :] * keys[bi]).sum(-1) * self.scale  # (n, P)
-        out = emb.new_zeros(emb.shape[0], emb.shape[1], p)
-        out[bi, si] = lin + att
-        return out
+        # query . key of every (slot, plan) as one batched matrix product over the slots (empty slots' queries are
+        # 0): a BLAS call instead of an (n, P, H) product and gather, several times cheaper in training's updates
+        query = emb.new_zeros(emb.shape[0], emb.shape[1], h.shape[1])
+        query[bi, si] = self.query(h)
+        out = th.bmm(query, keys.transpose(1, 2)) * self.scale  # (B, S, P), 0 on empty slots
+        return out.index_put((bi, si), lin, accumulate=True)
 
 
 class SlotPlanHead(nn.Module):

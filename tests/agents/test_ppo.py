@@ -297,3 +297,28 @@ def test_a_model_without_type_demand_loads_into_one_exactly(env):
         load_growing(old, new.state_dict())  # parameters the network does not have
     with pytest.raises(ConfigError, match="type_demand"):
         PPOConfig(type_demand=1)
+
+
+def test_pair_scorer_is_the_factorised_score_on_present_slots_and_zero_elsewhere():
+    """``score(s, p) = sum_k a_k(s) f_k(s, p) + q(s) . k(p) / sqrt(H)`` on present slots (written out here slot by
+    slot), 0 on empty ones; the batched matrix product the scorer uses must agree with it."""
+    from agents.ppo.network import SlotPlanHead, _PairScorer
+
+    th.manual_seed(0)
+    b, s, p, d, c, h = 3, 5, 4, 6, 7, 8
+    scorer = _PairScorer(d, c, p, plan_dim=3, hidden=h, plan_in=2)
+    emb, times, ref = th.randn(b, s, d), th.rand(b, s, p), th.rand(b, s)
+    plan_in, ctx = th.randn(b, p, 2), th.randn(b, c)
+    present = th.tensor([[1, 0, 1, 1, 0], [0, 0, 0, 0, 0], [1, 1, 1, 1, 1]], dtype=th.float32)
+    out = scorer(emb, times, ref, plan_in, ctx, present)
+    keys = scorer.key_out(th.relu(scorer.key_in(th.cat([scorer.plan_emb.expand(b, p, -1), plan_in], -1))
+                                  + scorer.key_ctx(ctx)[:, None, :]))
+    for i in range(b):
+        for j in range(s):
+            if not present[i, j]:
+                assert th.all(out[i, j] == 0)
+                continue
+            hid = th.relu(scorer.slot_in(emb[i, j]) + scorer.slot_ctx(ctx[i]))
+            lin = (SlotPlanHead.pair(times[i, j], ref[i, j]) * scorer.coef(hid)).sum(-1)
+            att = keys[i] @ scorer.query(hid) / np.sqrt(h)
+            assert th.allclose(out[i, j], lin + att, atol=1e-5)
