@@ -29,20 +29,10 @@ from baselines import make_policy
 from frenzy_env.env import FrenzyEnv
 from frenzy_env.evaluation.episodes import run_episode
 from frenzy_env.paths import append_json_line
-from frenzy_env.simulator import SimConfig
-from frenzy_env.simulator.config import RECOMMENDED_CHECKPOINT_INTERVAL
+from frenzy_env.simulator.config import RECOMMENDED_CHECKPOINT_INTERVAL, stop_cost_keywords
 from frenzy_env.workload import make_generator
 
 POLICIES = "fifo,frenzy,sia,srpt_est,doubling"
-DEFAULTS = SimConfig()
-
-
-def cost_kwargs(k: float) -> dict:
-    """The start-up and restart costs of SimConfig's defaults times ``k``."""
-    return dict(
-        startup_time=DEFAULTS.startup_time * k, restart_overhead=DEFAULTS.restart_overhead * k,
-        load_bandwidth=DEFAULTS.load_bandwidth / k, checkpoint_bandwidth=DEFAULTS.checkpoint_bandwidth / k,
-    )
 
 
 def run_one(policy: str, seed: int, k: float, mode: str, interval: float | None, max_jobs: int | None,
@@ -50,7 +40,7 @@ def run_one(policy: str, seed: int, k: float, mode: str, interval: float | None,
     """One episode; the row appended to the results file."""
     gen = make_generator("itp-default") if max_jobs is None else make_generator("itp-default", max_jobs=max_jobs)
     env = FrenzyEnv(cluster="frenzy-testbed", workload=gen, stop_mode=mode, checkpoint_interval=interval,
-                    **cost_kwargs(k))
+                    **stop_cost_keywords(k))
     t0 = time.perf_counter()
     result = run_episode(env, make_policy(policy, env), seed=seed, max_steps=max_steps)
     m = result.metrics

@@ -18,6 +18,7 @@ import numpy as np
 
 from frenzy_env.errors import ConfigError
 from frenzy_env.observation import INTERFACES
+from frenzy_env.workload.load import check_load_mode
 from frenzy_env.workload.suites import SPLITS
 from frenzy_env.workload.suites import TEST_SEED_START as TEST_SEED_START
 from frenzy_env.workload.suites import TRAIN_SEEDS as TRAIN_SEEDS
@@ -178,6 +179,15 @@ class PPOConfig:
             raise ConfigError(f"ppo.reference must be a baseline policy name or None, got {self.reference!r}")
 
 
+#: workload seeds of training world w are ``w * WORLD_SEED_STRIDE + k`` (k < ``train_workloads``): one number names
+#: the world and its workload, so one reference cache serves envs of several worlds
+#: (:class:`agents.ppo.reference_reward.WorldReferenceCache`)
+WORLD_SEED_STRIDE = 1_000_000
+
+#: env keywords a training world may not set: the trainer sets them for every env (workload, interface, windows,
+#: the step budget it sets per episode)
+WORLD_RESERVED = ("workload", "interface", "queue_slots", "running_slots", "max_steps")
+
 #: PPOConfig keys of configurations written before the time-discounted trainer; dropped when read.
 LEGACY_PPO_KEYS = ("gamma", "normalize_reward")
 
@@ -226,13 +236,23 @@ class TrainConfig:
     timesteps: decisions (env steps over all envs) in total; n_envs: envs stepped together in this process
     (their observations go through the network as one batch); vec_env: "dummy" (in-process, the only
     kind: on a few cores it beats subprocesses); seed: seeds the network, the envs and the workload draws;
-    cluster: cluster preset; interface: the env's ``SimConfig.interface`` for every training, validation, teacher
-    and reference env ("universal", the default, env v6's: the fixed grid of docs/environment.md, a model that
-    plays on every cluster of at most 4 GPU types; "cluster", env v5's and the shipped model's: the cluster's own
-    spaces, a model for that cluster only; a ``config.json`` without the key trained on "cluster"); workload: "mix"
+    cluster: cluster preset (of validation, the warm start and the worlds that name none); worlds: the training
+    envs' worlds, each a dict of env keywords (:meth:`world_keywords`): ``cluster`` (a preset name),
+    ``cost_scale`` (the start-up and restart costs times it, :func:`frenzy_env.simulator.config.stop_cost_keywords`)
+    and any other :class:`~frenzy_env.env.FrenzyEnv` / ``SimConfig`` keyword (``checkpoint_interval``,
+    ``stop_mode``, ...); env i plays ``worlds[i % len(worlds)]`` and draws its workloads from its own pool
+    (``train_workloads`` seeds each, the reference played in that world); () (the default): one world,
+    ``cluster`` with the env's defaults (worlds on several clusters need the universal interface);
+    interface: the env's ``SimConfig.interface`` for every training, validation, teacher and reference env
+    ("universal", the default, env v6's: the fixed grid of docs/environment.md, a model that plays on every
+    cluster of at most 4 GPU types; "cluster", env v5's and the shipped model's: the cluster's own spaces, a
+    model for that cluster only; a ``config.json`` without the key trained on "cluster"); workload: "mix"
     (:class:`~agents.ppo.workloads.MixtureGenerator` over synthetic workloads and ``traces``) or a workload
     preset; traces: training trace windows;
     trace_fraction, jobs_range, load_range: the mixture's trace share and synthetic sizes and loads;
+    load_mode: the measure of ``load_range`` and ``validation_load`` (:mod:`frenzy_env.workload.load`):
+    "fluid" (offered load; trace windows at their ``load_scale``) or "busy" / "wait" (the env v6 suites' measure,
+    trace windows stretched to a load of that measure too: :class:`~agents.ppo.workloads.MixtureGenerator`);
     train_workloads: training episodes draw their workload seed from this many seeds (a finite pool, so
     the reference run of each is cached and reused).
 
@@ -272,12 +292,14 @@ class TrainConfig:
     vec_env: str = "dummy"
     seed: int = 0
     cluster: str = "frenzy-testbed"
+    worlds: tuple[dict[str, Any], ...] = ()
     interface: str = "universal"
     workload: str = "mix"
     traces: tuple[TraceWindows, ...] = ()
     trace_fraction: float = 0.3
     jobs_range: tuple[int, int] = (100, 200)
     load_range: tuple[float, float] = (0.5, 1.0)
+    load_mode: str = "fluid"
     train_workloads: int = 1000
     validation_jobs: int = 200
     validation_load: float = 0.7
@@ -330,8 +352,25 @@ class TrainConfig:
             raise ConfigError(f"init_optimizer must be true or false, got {self.init_optimizer!r}")
         if self.init_model is not None and not str(self.init_model).endswith(".zip"):
             raise ConfigError(f"init_model must name a model .zip file, got {self.init_model!r}")
+        check_load_mode(self.load_mode)
         if self.interface not in INTERFACES:
             raise ConfigError(f"interface must be one of {', '.join(INTERFACES)}, got {self.interface!r}")
+        for i, world in enumerate(self.worlds):
+            if not isinstance(world, dict) or not all(isinstance(k, str) for k in world):
+                raise ConfigError(f"worlds[{i}] must be a dict of env keywords, got {world!r}")
+            for key in WORLD_RESERVED:
+                if key in world:
+                    raise ConfigError(f"worlds[{i}] may not set {key!r} (the trainer sets it for every env)")
+        clusters = {w.get("cluster", self.cluster) for w in self.worlds}
+        if len(clusters) > 1 and self.interface != "universal":
+            raise ConfigError(
+                f"worlds on {len(clusters)} clusters ({', '.join(sorted(map(str, clusters)))}) need "
+                f"interface='universal' (one network for every cluster), got {self.interface!r}"
+            )
+        if self.train_workloads > WORLD_SEED_STRIDE:
+            raise ConfigError(f"train_workloads must be at most {WORLD_SEED_STRIDE:,}, got {self.train_workloads!r}")
+        if len(self.worlds) > self.n_envs:
+            raise ConfigError(f"{len(self.worlds)} worlds need at least as many envs, n_envs is {self.n_envs}")
         if self.vec_env != "dummy":
             raise ConfigError(
                 f"vec_env must be 'dummy' (the trainer steps its envs in this process), got {self.vec_env!r}"
@@ -341,6 +380,26 @@ class TrainConfig:
                 f"ppo.batch_size={self.ppo.batch_size} exceeds a rollout of n_steps * n_envs = "
                 f"{self.ppo.n_steps * self.n_envs} decisions"
             )
+
+    @property
+    def num_worlds(self) -> int:
+        """Training worlds (1 when ``worlds`` is empty)."""
+        return max(1, len(self.worlds))
+
+    def world_keywords(self, index: int) -> dict[str, Any]:
+        """The env keywords of world ``index`` (``cost_scale`` expanded into the four cost keywords, ``cluster``
+        defaulting to :attr:`cluster`); ``{"cluster": cluster}`` when ``worlds`` is empty."""
+        from frenzy_env.simulator.config import stop_cost_keywords
+
+        world = dict(self.worlds[index]) if self.worlds else {}
+        scale = world.pop("cost_scale", None)
+        out = {"cluster": self.cluster, **world}
+        if scale is not None:
+            for key, value in stop_cost_keywords(scale).items():
+                if key in out:
+                    raise ConfigError(f"worlds[{index}] sets both cost_scale and {key!r}")
+                out[key] = value
+        return out
 
     @property
     def rollout_size(self) -> int:
@@ -374,6 +433,8 @@ class TrainConfig:
         for key in ("jobs_range", "load_range"):
             if key in data:
                 data[key] = tuple(data[key])
+        if "worlds" in data:
+            data["worlds"] = tuple(data["worlds"])
         if data.get("vec_env") == "subproc":
             data["vec_env"] = "dummy"
         return cls(ppo=ppo, **trace_sets, **data)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agents.ppo.config import WORLD_SEED_STRIDE
 from frenzy_env import wrappers
 from frenzy_env.errors import ConfigError
 from frenzy_env.wrappers import ReferenceCurve, RewardShaper, differenced_reward, play_curve
@@ -60,6 +61,25 @@ class ReferenceCache(wrappers.CurveCache):
         return self.policy(env, seed) if callable(self.policy) else run_reference(env, self.policy, seed)
 
 
+class WorldReferenceCache:
+    """Reference curves of several training worlds behind one ``get(seed)``: seed ``w * WORLD_SEED_STRIDE + k``
+    is workload k of world w, played by ``caches[w]`` (each a :class:`ReferenceCache` on that world's env)."""
+
+    def __init__(self, caches: list[ReferenceCache]) -> None:
+        self.caches = list(caches)
+
+    def get(self, seed: int) -> ReferenceCurve:
+        world = int(seed) // WORLD_SEED_STRIDE
+        if not 0 <= world < len(self.caches):
+            raise ConfigError(f"workload seed {seed} names world {world}; there are {len(self.caches)}")
+        return self.caches[world].get(seed)
+
+    @property
+    def runs(self) -> int:
+        """Reference episodes played, over every world."""
+        return sum(c.runs for c in self.caches)
+
+
 class ReferenceReward(wrappers.ReferenceReward):
     """:class:`frenzy_env.wrappers.ReferenceReward` with the reference named by a ``baselines`` policy
     (``reference``, checked against the registry), played exactly as the PPO trainer plays it
@@ -77,6 +97,6 @@ class ReferenceReward(wrappers.ReferenceReward):
 
 
 __all__ = [
-    "ReferenceCache", "ReferenceCurve", "ReferenceReward", "RewardShaper", "differenced_reward", "play_curve",
-    "run_reference",
+    "ReferenceCache", "ReferenceCurve", "ReferenceReward", "RewardShaper", "WorldReferenceCache", "differenced_reward",
+    "play_curve", "run_reference",
 ]

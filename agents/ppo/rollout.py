@@ -14,7 +14,7 @@ stable-baselines3 does), so a cut does not look like the end of all cost.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -143,7 +143,8 @@ def sample_actions(logp: th.Tensor, mask: th.Tensor, generator: th.Generator | N
 
 class VecRollout:
     """``envs`` stepped together; workload seeds drawn by ``seed_rng`` from ``range(num_workloads)`` (offset
-    by ``seed_offset``) so every env starts each episode on a pool workload whose reference is cached.
+    by ``seed_offset``, one for all envs or one per env: the training worlds' pools) so every env starts each
+    episode on a pool workload whose reference is cached.
 
     ``collect(policy, n_steps)`` fills and returns a buffer dict: obs (key -> (T, N, ...)), masks (T, N, A),
     actions, logp, values, rewards, discounts, elapsed (simulated seconds of the step), dones (T, N),
@@ -153,11 +154,15 @@ class VecRollout:
     """
 
     def __init__(self, envs: list[Any], shaper: Any, seed_rng: np.random.Generator, num_workloads: int,
-                 horizon_s: float | None, seed_offset: int = 0, start: bool = True,
+                 horizon_s: float | None, seed_offset: int | Sequence[int] = 0, start: bool = True,
                  guides: list[Any] | None = None, steps_per_job: float | None = None) -> None:
         self.envs, self.shaper, self.rng, self.guides = envs, shaper, seed_rng, guides
         self.steps_per_job = steps_per_job
-        self.num_workloads, self.horizon_s, self.seed_offset = int(num_workloads), horizon_s, int(seed_offset)
+        self.num_workloads, self.horizon_s = int(num_workloads), horizon_s
+        offsets = [seed_offset] * len(envs) if isinstance(seed_offset, (int, np.integer)) else list(seed_offset)
+        if len(offsets) != len(envs):
+            raise ValueError(f"seed_offset: {len(offsets)} offsets for {len(envs)} envs")
+        self.seed_offsets = [int(o) for o in offsets]
         self.episodes: list[dict[str, float]] = []
         self.obs: list[dict[str, np.ndarray]] = [{} for _ in envs]
         self.time = np.zeros(len(envs))
@@ -166,7 +171,7 @@ class VecRollout:
                 self._reset(i)
 
     def _reset(self, i: int) -> None:
-        seed = self.seed_offset + int(self.rng.integers(self.num_workloads))
+        seed = self.seed_offsets[i] + int(self.rng.integers(self.num_workloads))
         env = self.envs[i]
         obs, info = env.reset(seed=seed)
         if self.steps_per_job is not None:  # a budget for this episode's workload (the env reads it at each step)

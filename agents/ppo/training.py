@@ -36,7 +36,13 @@ from agents.ppo.config import TrainConfig
 from agents.ppo.distribution import entropy, greedy_actions, within_type_entropy
 from agents.ppo.guide import guide_hints, make_guide
 from agents.ppo.network import SlotPlanPolicy, policy_kwargs_for
-from agents.ppo.reference_reward import ReferenceCache, RewardShaper, run_reference
+from agents.ppo.reference_reward import (
+    WORLD_SEED_STRIDE,
+    ReferenceCache,
+    RewardShaper,
+    WorldReferenceCache,
+    run_reference,
+)
 from agents.ppo.rollout import (
     VecRollout,
     gae,
@@ -436,11 +442,17 @@ class _Run:
     def __init__(self, cfg: TrainConfig, out: Path) -> None:
         p = cfg.ppo
         self.cfg, self.out = cfg, out
-        self.gen = gen = training_generator(cfg)
+        self.gen = gen = training_generator(cfg)  # validation's and the warm start's (cfg.cluster)
+        # each training world's workloads, its seeds offset by WORLD_SEED_STRIDE (world 0: the plain seeds)
+        self.gens = [training_generator(cfg, w) for w in range(cfg.num_worlds)]
         self.log = print if cfg.verbose else (lambda *_: None)
         self.model = _container(cfg, make_env(cfg, gen))
         self.policy, self.opt = self.model.policy, self.model.policy.optimizer
-        self.cache = ReferenceCache(lambda: make_env(cfg, gen), p.reference) if p.reference else None
+        self.cache = None
+        if p.reference:
+            caches = [ReferenceCache(lambda w=w: make_env(cfg, self.gens[w], world=w), p.reference)
+                      for w in range(cfg.num_worlds)]
+            self.cache = caches[0] if cfg.num_worlds == 1 else WorldReferenceCache(caches)
         self.shaper = RewardShaper(self.cache, p.reward_gain, cfg.n_envs)
         self.horizon_s = None if p.horizon_h is None else p.horizon_h * 3600.0
         self.t_start = time.time()
@@ -467,8 +479,8 @@ class _Run:
         if isinstance(envs, tuple):  # (envs, guides) of a guided run, pickled together (guides hold their envs)
             envs, guides = envs
         rollout = self.rollout = VecRollout(
-            envs, self.shaper, seed_rng, cfg.train_workloads, self.horizon_s, start=False, guides=guides,
-            steps_per_job=cfg.max_steps_per_job,
+            envs, self.shaper, seed_rng, cfg.train_workloads, self.horizon_s, seed_offset=self.seed_offsets(),
+            start=False, guides=guides, steps_per_job=cfg.max_steps_per_job,
         )
         rollout.episodes = state["episodes"]
         rollout.restore(state["obs"], state["time"])
@@ -493,12 +505,20 @@ class _Run:
         zero."""
         cfg, p = self.cfg, self.cfg.ppo
         self.warm_start()
-        envs = [make_env(cfg, self.gen, max_sim_hours=cfg.max_sim_hours) for _ in range(cfg.n_envs)]
+        worlds = cfg.num_worlds
+        envs = [make_env(cfg, self.gens[i % worlds], world=i % worlds, max_sim_hours=cfg.max_sim_hours)
+                for i in range(cfg.n_envs)]
         guides = [make_guide(p.guide, e) for e in envs] if p.guide is not None else None
         self.rollout = VecRollout(envs, self.shaper, np.random.default_rng(cfg.seed), cfg.train_workloads,
-                                  self.horizon_s, guides=guides, steps_per_job=cfg.max_steps_per_job)
+                                  self.horizon_s, seed_offset=self.seed_offsets(), guides=guides,
+                                  steps_per_job=cfg.max_steps_per_job)
         self.steps, self.updates, self.rows, self.best, self.wall_before = 0, 0, [], float("inf"), 0.0
         self.upd_gen = th.Generator().manual_seed(cfg.seed)
+
+    def seed_offsets(self) -> list[int]:
+        """Each env's workload-seed offset: env i plays world ``i % worlds``, whose seeds start at ``world x
+        WORLD_SEED_STRIDE``."""
+        return [(i % self.cfg.num_worlds) * WORLD_SEED_STRIDE for i in range(self.cfg.n_envs)]
 
     def warm_start(self) -> None:
         """The teacher's demonstrations (to clone, and kept in ``teacher_demos.npz`` while ``ppo.bc_coef`` pulls

@@ -8,7 +8,7 @@ clusters; test (:func:`test_workloads`) is seeds >= 1000 and fixed windows of cl
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,11 @@ class MixtureGenerator:
     (when traces are given) a window of a random trace starting at a random row (windows overlapping an
     ``exclude`` range are redrawn), else a synthetic workload with ``num_jobs`` in ``jobs_range`` and load
     in ``load_range``. Every sub-seed is drawn in ``seed_range`` so training never sees validation (500-999)
-    or test (>= 1000) seeds.
+    or test (>= 1000) seeds. ``load_mode`` (:mod:`frenzy_env.workload.load`): "fluid" (the default) reads
+    ``load_range`` as offered loads and replays trace windows at their ``load_scale``; "busy" or "wait" (the
+    v6 suites' measure) reads it in that measure for both, a window's arrival times stretched to a load drawn
+    from ``load_range`` on ``cluster`` (a load FIFO cannot reach on those jobs is lowered by 15% at a time, up to
+    six times; then a window is replayed at its ``load_scale`` and a synthetic workload made at that fluid load).
     """
 
     cluster: Any = "frenzy-testbed"
@@ -37,6 +41,7 @@ class MixtureGenerator:
     load_range: tuple[float, float] = (0.5, 1.0)
     seed_range: tuple[int, int] = TRAIN_SEEDS
     name: str = "train-mix"
+    load_mode: str = "fluid"
 
     def generate(self, seed: int) -> Any:
         from frenzy_env.workload import SyntheticGenerator, TraceGenerator, read_trace
@@ -62,22 +67,45 @@ class MixtureGenerator:
                 load_scale=spec.load_scale,
                 name=f"{Path(spec.path).stem}@{i}",
             )
-            return gen.generate(sub_seed)
+            if self.load_mode != "fluid":
+                load = float(rng.uniform(*self.load_range))
+                stretched = _reachable(
+                    lambda x: replace(gen, load=x, load_mode=self.load_mode, cluster=self.cluster), load, sub_seed
+                )
+                if stretched is not None:
+                    return stretched
+            return gen.generate(sub_seed)  # its recorded times, scaled
         num_jobs = int(rng.integers(self.jobs_range[0], self.jobs_range[1] + 1))
         load = float(rng.uniform(*self.load_range))
-        return SyntheticGenerator(
-            num_jobs=num_jobs, load=load, cluster=self.cluster, name=f"synthetic-l{load:.2f}"
-        ).generate(sub_seed)
+        synthetic = lambda x: SyntheticGenerator(  # noqa: E731
+            num_jobs=num_jobs, load=x, cluster=self.cluster, name=f"synthetic-l{x:.2f}", load_mode=self.load_mode,
+        )
+        if self.load_mode == "fluid":
+            return synthetic(load).generate(sub_seed)
+        workload = _reachable(synthetic, load, sub_seed)
+        return workload if workload is not None else replace(synthetic(load), load_mode="fluid").generate(sub_seed)
+
+
+def _reachable(make: Any, load: float, seed: int, tries: int = 6) -> Any:
+    """``make(load).generate(seed)``, the load lowered by 15% while FIFO cannot reach it (a "busy" or "wait" load
+    above what the jobs allow even arriving together raises ConfigError); None after ``tries`` failures."""
+    for _ in range(tries):
+        try:
+            return make(load).generate(seed)
+        except ConfigError:
+            load *= 0.85
+    return None
 
 
 
-def training_generator(cfg: TrainConfig) -> Any:
-    """The generator of training workloads: a :class:`MixtureGenerator` ("mix") or a preset's, seeds folded
-    into the training range."""
+def training_generator(cfg: TrainConfig, world: int = 0) -> Any:
+    """The generator of training workloads of world ``world`` (:meth:`TrainConfig.world_keywords`; its cluster
+    sizes the synthetic ones): a :class:`MixtureGenerator` ("mix") or a preset's, seeds folded into the training
+    range."""
     from frenzy_env.workload import make_generator
     from frenzy_env.world.cluster import ClusterSpec
 
-    cluster = ClusterSpec.preset(cfg.cluster)
+    cluster = ClusterSpec.preset(cfg.world_keywords(world)["cluster"])
     if cfg.workload == "mix":
         return MixtureGenerator(
             cluster=cluster,
@@ -85,6 +113,7 @@ def training_generator(cfg: TrainConfig) -> Any:
             trace_fraction=cfg.trace_fraction,
             jobs_range=cfg.jobs_range,
             load_range=cfg.load_range,
+            load_mode=cfg.load_mode,
         )
     gen = make_generator(cfg.workload)
     return _SeedRange(gen, TRAIN_SEEDS)
@@ -102,20 +131,26 @@ class _SeedRange:
         return self.inner.generate(lo + int(seed) % (hi - lo))
 
 
-def make_env(cfg: TrainConfig, workload: Any, **options: Any) -> Any:
-    """A bare :class:`~frenzy_env.env.FrenzyEnv` of the configured cluster, interface and windows for
-    ``workload`` (a generator or a fixed Workload), with any other env keyword in ``options``
-    (``preemption=True``); the trainer steps it directly (no Monitor)."""
+def make_env(cfg: TrainConfig, workload: Any, world: int | None = None, **options: Any) -> Any:
+    """A bare :class:`~frenzy_env.env.FrenzyEnv` of the configured cluster (or training world ``world``'s
+    cluster and keywords, :meth:`TrainConfig.world_keywords`), interface and windows for ``workload`` (a
+    generator or a fixed Workload), with any other env keyword in ``options`` (``preemption=True``); the
+    trainer steps it directly (no Monitor)."""
     from frenzy_env.env import FrenzyEnv
 
+    keywords = {"cluster": cfg.cluster} if world is None else cfg.world_keywords(world)
     return FrenzyEnv(
-        cluster=cfg.cluster, workload=workload, queue_slots=cfg.queue_slots, running_slots=cfg.running_slots,
-        **{"interface": cfg.interface, **options},
+        workload=workload, queue_slots=cfg.queue_slots, running_slots=cfg.running_slots,
+        **{"interface": cfg.interface, **keywords, **options},
     )
 
 
-def trace_windows(specs: tuple[TraceWindows, ...], count: int, seed: int) -> list[tuple[str, Any, int]]:
-    """``count`` fixed windows of every trace in ``specs``: ``(name, Workload, seed)`` triples."""
+def trace_windows(specs: tuple[TraceWindows, ...], count: int, seed: int,
+                  load: tuple[float, str, Any] | None = None) -> list[tuple[str, Any, int]]:
+    """``count`` fixed windows of every trace in ``specs``: ``(name, Workload, seed)`` triples; with ``load``
+    = ``(load, load_mode, cluster)`` of a mode other than "fluid", each window's arrival times are stretched
+    to that load on that cluster, lowered as :class:`MixtureGenerator` does where FIFO cannot reach it (else
+    replayed at its ``load_scale``)."""
     from frenzy_env.workload import TraceGenerator, read_trace
 
     out = []
@@ -127,7 +162,11 @@ def trace_windows(specs: tuple[TraceWindows, ...], count: int, seed: int) -> lis
                 spec.path, format=spec.format, start=float(submit[i]), max_jobs=spec.max_jobs,
                 load_scale=spec.load_scale, name=name,
             )
-            out.append((name, gen.generate(seed), seed))
+            workload = None
+            if load is not None and load[1] != "fluid":
+                workload = _reachable(lambda x, g=gen: replace(g, load=x, load_mode=load[1], cluster=load[2]),
+                                      load[0], seed)
+            out.append((name, gen.generate(seed) if workload is None else workload, seed))
     return out
 
 
@@ -137,23 +176,30 @@ def _synthetic(cfg: TrainConfig, seeds: range) -> list[tuple[str, Any, int]]:
 
     gen = SyntheticGenerator(
         num_jobs=cfg.validation_jobs, load=cfg.validation_load, cluster=ClusterSpec.preset(cfg.cluster),
-        name="synthetic",
+        name="synthetic", load_mode=cfg.load_mode,
     )
     return [(f"synthetic#{s}", gen.generate(s), s) for s in seeds]
 
 
+def _held_out_windows(cfg: TrainConfig, specs: tuple[TraceWindows, ...], count: int, seed: int) -> list:
+    from frenzy_env.world.cluster import ClusterSpec
+
+    return trace_windows(specs, count, seed, (cfg.validation_load, cfg.load_mode, ClusterSpec.preset(cfg.cluster)))
+
+
 def validation_workloads(cfg: TrainConfig) -> list[tuple[str, Any, int]]:
     """The validation split: synthetic seeds 500, 501, ... (``validation_episodes``) and ``validation_windows``
-    fixed windows of each of ``validation_traces``; ``(name, Workload, seed)`` triples."""
+    fixed windows of each of ``validation_traces`` (at ``validation_load`` in ``load_mode`` unless that is
+    "fluid"); ``(name, Workload, seed)`` triples."""
     lo = VALIDATION_SEEDS[0]
-    return _synthetic(cfg, range(lo, lo + cfg.validation_episodes)) + trace_windows(
-        cfg.validation_traces, cfg.validation_windows, lo
+    return _synthetic(cfg, range(lo, lo + cfg.validation_episodes)) + _held_out_windows(
+        cfg, cfg.validation_traces, cfg.validation_windows, lo
     )
 
 
 def test_workloads(cfg: TrainConfig) -> list[tuple[str, Any, int]]:
     """The test split, never trained or validated on: synthetic seeds 1000, ... (``test_seeds``) and
     ``test_windows`` fixed windows of each of ``test_traces``; ``(name, Workload, seed)`` triples."""
-    return _synthetic(cfg, range(TEST_SEED_START, TEST_SEED_START + cfg.test_seeds)) + trace_windows(
-        cfg.test_traces, cfg.test_windows, TEST_SEED_START
+    return _synthetic(cfg, range(TEST_SEED_START, TEST_SEED_START + cfg.test_seeds)) + _held_out_windows(
+        cfg, cfg.test_traces, cfg.test_windows, TEST_SEED_START
     )

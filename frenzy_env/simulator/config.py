@@ -284,6 +284,19 @@ class SimConfig:
         return asdict(self)
 
 
+def stop_cost_keywords(scale: float, base: SimConfig | None = None) -> dict[str, float]:
+    """The :class:`SimConfig` keywords of ``scale`` times ``base``'s start-up and restart costs (the defaults'
+    when None): ``startup_time`` and ``restart_overhead`` times ``scale``, ``load_bandwidth`` and
+    ``checkpoint_bandwidth`` over it, so every start, stop and resize takes ``scale`` times as long."""
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
+        raise ConfigError(f"cost_scale must be a positive number, got {scale!r}")
+    b = SimConfig() if base is None else base
+    return {
+        "startup_time": b.startup_time * scale, "restart_overhead": b.restart_overhead * scale,
+        "load_bandwidth": b.load_bandwidth / scale, "checkpoint_bandwidth": b.checkpoint_bandwidth / scale,
+    }
+
+
 def start_up_costs(params: np.ndarray, nodes: np.ndarray, cfg: SimConfig) -> tuple[np.ndarray, np.ndarray]:
     """The start-up cost model of :class:`SimConfig` as tables: ``params`` (K,) model parameters per job
     configuration, ``nodes`` (P,) nodes each plan spans. Returns ``(start, save)``, both (K, P) seconds:
