@@ -409,9 +409,13 @@ class _PairScorer(nn.Module):
         keys = self.key_out(th.relu(k_pre))  # (B, P, H)
         # query . key of every (slot, plan) as one batched matrix product over the slots (empty slots' queries are
         # 0): a BLAS call instead of an (n, P, H) product and gather, several times cheaper in training's updates
-        query = emb.new_zeros(emb.shape[0], emb.shape[1], h.shape[1])
+        # over the slots up to the last one present in any row only (slots fill from the first: the rest are empty)
+        s_used = int(si.max()) + 1 if si.numel() else 0
+        query = emb.new_zeros(emb.shape[0], s_used, h.shape[1])
         query[bi, si] = self.query(h)
-        out = th.bmm(query, keys.transpose(1, 2)) * self.scale  # (B, S, P), 0 on empty slots
+        out = th.bmm(query, keys.transpose(1, 2)) * self.scale  # (B, s_used, P), 0 on empty slots
+        if s_used < emb.shape[1]:
+            out = th.cat([out, out.new_zeros(emb.shape[0], emb.shape[1] - s_used, p)], dim=1)
         return out.index_put((bi, si), lin, accumulate=True)
 
 

@@ -309,7 +309,7 @@ def test_pair_scorer_is_the_factorised_score_on_present_slots_and_zero_elsewhere
     scorer = _PairScorer(d, c, p, plan_dim=3, hidden=h, plan_in=2)
     emb, times, ref = th.randn(b, s, d), th.rand(b, s, p), th.rand(b, s)
     plan_in, ctx = th.randn(b, p, 2), th.randn(b, c)
-    present = th.tensor([[1, 0, 1, 1, 0], [0, 0, 0, 0, 0], [1, 1, 1, 1, 1]], dtype=th.float32)
+    present = th.tensor([[1, 0, 1, 1, 0], [0, 0, 0, 0, 0], [1, 1, 1, 0, 0]], dtype=th.float32)  # slot 4 empty in all
     out = scorer(emb, times, ref, plan_in, ctx, present)
     keys = scorer.key_out(th.relu(scorer.key_in(th.cat([scorer.plan_emb.expand(b, p, -1), plan_in], -1))
                                   + scorer.key_ctx(ctx)[:, None, :]))
