@@ -10,21 +10,25 @@ Every field of :class:`Args` is a flag (``--learning-rate 1e-3``; booleans take 
 
 **Environment.** :data:`ENV_ID` (``frenzy/HeteroClusterSmall-`` + the env version,
 ``frenzy_env.versions.ENV_VERSION``: the 96-GPU "frenzy-testbed"; ``--env-id`` names another) made smaller through
-``gym.make`` keywords: 8 queue slots and 8 running slots (292 actions instead of 2,308 with the cluster layout)
-and a synthetic workload of 20 jobs at offered load 0.8. Each reset draws a new workload from its seed: training
-uses seeds from 10,000 up, the final evaluation seeds 0, 1, ... (never trained on). The episode budgets
-``max_steps`` (30 decisions per job; scripted schedulers take 3-4) and ``max_sim_hours`` (400 h) cut a thrashing
-episode short. ``--env-kwargs`` (a JSON object) adds or overrides ``gym.make`` keywords, e.g.
-``'{"interface": "universal", "one_action_per_instant": true, "resize_cooldown": 60, "max_steps": "auto",
-"max_sim_hours": "auto"}'``.
+``gym.make`` keywords: 8 queue slots and 8 running slots (452 actions under the id's universal layout, instead of
+3,588) and a synthetic workload of 20 jobs at offered load 0.8. Each reset draws a new workload from its seed:
+training uses seeds from 10,000 up, the final evaluation seeds 0, 1, ... (never trained on). The id's "auto"
+episode budgets cut a thrashing episode short (``--steps-per-job N`` and ``--max-sim-hours H`` set fixed ones:
+``max_steps`` = N x jobs; scripted schedulers take 3-4 decisions per job). ``--env-kwargs`` (a JSON object)
+adds or overrides ``gym.make`` keywords, e.g. ``'{"interface": "cluster"}'``.
 
 **Reward.** :class:`frenzy_env.wrappers.ReferenceReward` with FIFO as the reference: each step's reward (minus
 the jobs in the system times the hours elapsed) is differenced against FIFO's cost on the same workload over
 the same span and divided by FIFO's whole cost, so an episode returns ``10 x (1 - our total JCT / FIFO's)``:
-positive exactly when we beat FIFO, on the same scale for every workload. A decision that leaves the simulated
-clock where it was costs ``decision_cost`` (0.01) more: decisions at one instant are otherwise free, and a
-policy that resizes for ever at one instant would never be charged (the budgets cut it and the cut is
-bootstrapped), a trap PPO falls into from a random start.
+positive exactly when we beat FIFO, on the same scale for every workload.
+
+**Discount.** Per hour of *simulated* time, not per decision: a step that lasts ``dt`` hours is discounted by
+``gamma ** dt`` (``--discount time``, the default; gamma 0.99 per hour; GAE's lambda stays per decision).
+Decisions at one instant take no time, so they are not discounted against each other. With a discount per decision
+(``--discount decision``, CleanRL's) every extra decision at an instant would push the episode's remaining costs
+one step further into the discounted future, and since the reward is a cost, a policy that stalls by resizing
+at every instant would earn more. ``decision_cost`` (default 0) charges each decision that leaves the clock
+where it was, the remedy an earlier version of this example needed under the per-decision discount.
 
 **Observation flattening.** The observation is a dict of flat boxes; every entry but ``action_mask``, in the
 observation space's key order, is concatenated into one vector, so the example reads whichever layout the env
@@ -44,8 +48,9 @@ log-probabilities are those of the masked distribution. The mask is stored with 
 ratio is computed on the same masked distribution that acted.
 
 **Algorithm.** PPO (Schulman et al. 2017) as in CleanRL's ``ppo.py``: ``num_envs`` envs stepped in turn
-(a plain list; an env that ends is reset at once), ``num_steps`` decisions each per rollout, GAE(gamma,
-lambda) advantages (a truncated episode bootstraps from the critic's value of where it was cut), then
+(a plain list; an env that ends is reset at once), ``num_steps`` decisions each per rollout, GAE(lambda)
+advantages with the per-step discount above (a truncated episode bootstraps from the critic's value of where it
+was cut), then
 ``update_epochs`` passes of clipped-surrogate minibatch updates with normalised advantages, value loss, an
 entropy bonus and gradient clipping; the learning rate anneals linearly to 0 over
 ``total_timesteps`` or ``max_minutes``, whichever runs out first. At the end the sampled policy
@@ -90,16 +95,17 @@ class Args:
     num_jobs: int = 20              # jobs per workload (synthetic, offered load 0.8)
     queue_slots: int = 8
     running_slots: int = 8
-    steps_per_job: int = 30         # max_steps budget = steps_per_job * num_jobs
-    max_sim_hours: float = 400.0    # simulated-time budget
-    decision_cost: float = 0.01     # reward charged for a decision that does not advance the clock
+    steps_per_job: int = 0          # max_steps budget = steps_per_job * num_jobs (0: the id's "auto" budget)
+    max_sim_hours: float = 0.0      # simulated-time budget (0: the id's "auto" budget)
+    decision_cost: float = 0.0      # reward charged for a decision that does not advance the clock
+    discount: str = "time"          # "time": gamma per simulated hour; "decision": gamma per decision (CleanRL's)
     total_timesteps: int = 1_000_000  # decisions in all (the run also stops at max_minutes)
     max_minutes: float = 10.0       # wall-clock budget of the training (the evaluation comes after)
     learning_rate: float = 5e-4
     num_envs: int = 8
     num_steps: int = 128            # decisions per env per rollout
     anneal_lr: bool = True
-    gamma: float = 0.99
+    gamma: float = 0.99             # per simulated hour (discount "time") or per decision ("decision")
     gae_lambda: float = 0.95
     num_minibatches: int = 4
     update_epochs: int = 4
@@ -131,6 +137,8 @@ def parse_args(argv: list[str] | None = None) -> Args:
     if ns["quick"]:
         explicit = {a.lstrip("-").split("=")[0].replace("-", "_") for a in (argv or []) if a.startswith("--")}
         ns.update({k: v for k, v in QUICK.items() if k not in explicit})
+    if ns["discount"] not in ("time", "decision"):
+        parser.error(f"--discount must be 'time' or 'decision', got {ns['discount']!r}")
     return Args(**ns)
 
 
@@ -143,8 +151,8 @@ def env_kwargs(args: Args) -> dict:
         "queue_slots": args.queue_slots,
         "running_slots": args.running_slots,
         "workload": make_generator("synthetic-small", num_jobs=args.num_jobs),
-        "max_steps": args.steps_per_job * args.num_jobs,
-        "max_sim_hours": args.max_sim_hours,
+        "max_steps": args.steps_per_job * args.num_jobs if args.steps_per_job > 0 else "auto",
+        "max_sim_hours": args.max_sim_hours if args.max_sim_hours > 0 else "auto",
         **extra,
     }
 
@@ -270,6 +278,7 @@ class Buffer:
     values: torch.Tensor
     dones: torch.Tensor  # the episode ended at this step
     boot: torch.Tensor  # V(s_cut) added to a truncated step's reward
+    hours: torch.Tensor  # simulated hours the step lasted (0 for a decision at one instant)
 
     @classmethod
     def zeros(cls, args: Args, env: gym.Env) -> Buffer:
@@ -280,7 +289,7 @@ class Buffer:
         return cls(obs=torch.zeros((*shape, obs_dim)),
                    masks=torch.zeros((*shape, env.action_space.n), dtype=torch.bool),
                    actions=torch.zeros(shape, dtype=torch.long), logprobs=logprobs, rewards=rewards, values=values,
-                   dones=torch.zeros(shape), boot=torch.zeros(shape))
+                   dones=torch.zeros(shape), boot=torch.zeros(shape), hours=torch.zeros(shape))
 
 
 @dataclass
@@ -328,8 +337,9 @@ def collect(agent: Agent, run: Envs, buf: Buffer, args: Args) -> None:
             run.illegal += int(not run.cur[i][1][a])
             t_before = env.unwrapped.sim.now
             o, r, term, trunc, info = env.step(a)
-            r -= args.decision_cost * (env.unwrapped.sim.now == t_before)  # an instant's decisions are not free
+            r -= args.decision_cost * (env.unwrapped.sim.now == t_before)  # 0 by default
             buf.rewards[step, i], buf.dones[step, i] = r, float(term or trunc)
+            buf.hours[step, i] = (env.unwrapped.sim.now - t_before) / 3600.0
             run.running_return[i] += float(r)
             if trunc and not term:  # cut by a budget: bootstrap from where it was cut
                 with torch.no_grad():
@@ -347,7 +357,9 @@ def collect(agent: Agent, run: Envs, buf: Buffer, args: Args) -> None:
 
 
 def gae(agent: Agent, run: Envs, buf: Buffer, args: Args) -> tuple[torch.Tensor, torch.Tensor]:
-    """GAE: A_t = delta_t + gamma * lambda * (1 - done_t) * A_{t+1}; returns the advantages and the returns."""
+    """GAE with a discount g_t per step: ``gamma ** hours_t`` (discount "time") or ``gamma`` ("decision");
+    A_t = delta_t + g_t * lambda * (1 - done_t) * A_{t+1}, delta_t = r_t + g_t * (boot_t + (1 - done_t) *
+    V_{t+1}) - V_t. Returns the advantages and the returns."""
     with torch.no_grad():
         next_value = agent.get_value(torch.as_tensor(np.stack([c[0] for c in run.cur])))
         advantages = torch.zeros_like(buf.rewards)
@@ -355,8 +367,9 @@ def gae(agent: Agent, run: Envs, buf: Buffer, args: Args) -> tuple[torch.Tensor,
         for t in reversed(range(args.num_steps)):
             nextvalues = next_value if t == args.num_steps - 1 else buf.values[t + 1]
             nonterminal = 1.0 - buf.dones[t]
-            delta = buf.rewards[t] + args.gamma * (buf.boot[t] + nonterminal * nextvalues) - buf.values[t]
-            advantages[t] = lastgaelam = delta + args.gamma * args.gae_lambda * nonterminal * lastgaelam
+            g = args.gamma ** buf.hours[t] if args.discount == "time" else args.gamma  # per hour or per decision
+            delta = buf.rewards[t] + g * (buf.boot[t] + nonterminal * nextvalues) - buf.values[t]
+            advantages[t] = lastgaelam = delta + g * args.gae_lambda * nonterminal * lastgaelam
         return advantages, advantages + buf.values
 
 

@@ -60,12 +60,15 @@ def test_default_env_id_follows_the_env_version():
     assert cleanrl_ppo.parse_args(["--env-id", "frenzy/Doubling64-v5"]).env_id == "frenzy/Doubling64-v5"
 
 
-def test_default_env_keywords_are_unchanged():
+def test_default_env_keywords():
+    """8 + 8 slots, 20-job workloads, the id's "auto" budgets; --steps-per-job and --max-sim-hours set fixed ones."""
     args = cleanrl_ppo.Args()
     kwargs = cleanrl_ppo.env_kwargs(args)
     assert set(kwargs) == {"queue_slots", "running_slots", "workload", "max_steps", "max_sim_hours"}
     assert (kwargs["queue_slots"], kwargs["running_slots"], kwargs["max_steps"], kwargs["max_sim_hours"]) == (
-        8, 8, 30 * 20, 400.0)
+        8, 8, "auto", "auto")
+    fixed = cleanrl_ppo.env_kwargs(cleanrl_ppo.parse_args(["--steps-per-job", "30", "--max-sim-hours", "400"]))
+    assert (fixed["max_steps"], fixed["max_sim_hours"]) == (30 * 20, 400.0)
     env = cleanrl_ppo.make_env(args, reference=False).unwrapped
     interface = gym.make(args.env_id).unwrapped.sim_config.interface  # the id's own layout: the example sets none
     assert env.sim_config.interface == interface
@@ -119,3 +122,35 @@ def test_paced_universal_training_ends_episodes():
                                "--num-jobs", "8", "--eval-seeds", "2", "--env-kwargs", json.dumps(PACED)])
     assert result["episodes"] >= 2 and result["illegal"] == 0
     assert len(result["returns"]) == result["episodes"] and all(math.isfinite(r) for r in result["returns"])
+
+
+@pytest.mark.parametrize("discount, expected", [("time", [2.1875, 2.375, 3.0]), ("decision", [1.6875, 2.75, 3.0])])
+def test_gae_discounts_per_simulated_hour_or_per_decision(discount, expected):
+    """Three steps with rewards 1, 2, 3 lasting 0, 2 and 1 simulated hours, values 0, gamma 0.5, lambda 0.5. Per
+    hour the second step is discounted by 0.5 ** 2 (A_1 = 2 + 0.25 x 0.5 x 3) and the first, a decision at one
+    instant, not at all (A_0 = 1 + 0.5 x A_1); per decision each by gamma x lambda = 0.25 (A_1 = 2 + 0.25 x 3,
+    A_0 = 1 + 0.25 x A_1)."""
+    args = cleanrl_ppo.Args(discount=discount, gamma=0.5, gae_lambda=0.5, num_steps=3, num_envs=1)
+    shape = (3, 1)
+    buf = cleanrl_ppo.Buffer(
+        obs=torch.zeros((*shape, 2)), masks=torch.ones((*shape, 2), dtype=torch.bool),
+        actions=torch.zeros(shape, dtype=torch.long), logprobs=torch.zeros(shape),
+        rewards=torch.tensor([[1.0], [2.0], [3.0]]), values=torch.zeros(shape), dones=torch.zeros(shape),
+        boot=torch.zeros(shape), hours=torch.tensor([[0.0], [2.0], [1.0]]),
+    )
+
+    class Zero:
+        def get_value(self, x):
+            return torch.zeros(x.shape[0])
+
+    class Run:
+        cur = [(np.zeros(2, dtype=np.float32), np.ones(2, dtype=bool))]
+
+    advantages, returns = cleanrl_ppo.gae(Zero(), Run(), buf, args)
+    assert torch.allclose(advantages[:, 0], torch.tensor(expected)) and torch.allclose(returns, advantages)
+
+
+def test_discount_flag_is_checked():
+    assert cleanrl_ppo.parse_args([]).discount == "time" and cleanrl_ppo.parse_args([]).decision_cost == 0.0
+    with pytest.raises(SystemExit):
+        cleanrl_ppo.parse_args(["--discount", "episode"])
