@@ -205,7 +205,7 @@ class VecRollout:
             hint = guide_hints(self.guides, masks[t])
             if hints is not None:
                 hints[t] = hint
-            with th.no_grad():
+            with th.inference_mode():  # (cheaper than no_grad: nothing here is trained)
                 logp, _, _, v = policy_outputs(policy, obs_tensors({k: buf_obs[k][t] for k in keys}),
                                             th.from_numpy(masks[t]), None if hint is None else th.from_numpy(hint))
                 a = sample_actions(logp, th.from_numpy(masks[t]))
@@ -231,13 +231,13 @@ class VecRollout:
                     self.obs[i] = obs
                     self.time[i] = t1
             if cut:  # bootstrap: the value of the state the budget cut the episode in
-                with th.no_grad():
+                with th.inference_mode():
                     rows = {k: np.stack([o[k] for _, o in cut]).astype(np.float32) for k in keys}
                     cut_mask = th.from_numpy(np.stack([o["action_mask"] for _, o in cut]).astype(bool))
                     _, _, _, cut_v = policy_outputs(policy, obs_tensors(rows), cut_mask)
                 for (i, _), v_cut in zip(cut, cut_v.numpy()):
                     rewards[t, i] += discounts[t, i] * float(v_cut)
-        with th.no_grad():
+        with th.inference_mode():
             last = {k: np.stack([o[k] for o in self.obs]).astype(np.float32) for k in keys}
             mask = np.stack([e.unwrapped.action_masks() for e in envs])
             _, _, _, last_v = policy_outputs(policy, obs_tensors(last), th.from_numpy(mask))

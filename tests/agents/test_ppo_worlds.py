@@ -115,3 +115,25 @@ def test_mixture_generates_at_wait_loads_and_lowers_a_load_fifo_cannot_reach():
     assert "load mode" not in fluid.source
     with pytest.raises(ConfigError, match="load_mode"):
         TrainConfig(load_mode="queue")
+
+
+@pytest.mark.slow
+def test_profile_training_script_accounts_for_the_loop():
+    """scripts/profile_training.py (run apart: it wraps library functions) prints each part; the rollouts and the
+    updates make up the loop, and every inner part is at most its outer one."""
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "scripts/profile_training.py", "--updates", "2", "--n-steps", "32"],
+                         cwd=root, capture_output=True, text=True, timeout=600, check=True).stdout
+    row = re.compile(r"^(\s*[a-zA-Z][^\d\n]+?)\s+([\d.]+)\s+([\d.]+)%$", re.M)
+    shares = {m[1].strip(): (float(m[2]), float(m[3])) for m in row.finditer(out)}
+    assert abs(shares["rollouts"][1] + shares["updates"][1] - 100.0) < 0.2, out
+    for part in ("env steps (observation included)", "network forward (rollout)"):
+        assert 0 < shares[part][0] <= shares["rollouts"][0], out
+    for part in ("network forward (update)", "backward passes"):
+        assert 0 < shares[part][0] <= shares["updates"][0], out
+    assert "decisions/s" in out
