@@ -17,6 +17,7 @@ from agents.ppo.workloads import make_env, training_generator
 from frenzy_env.errors import ConfigError
 from frenzy_env.simulator import SimConfig
 from frenzy_env.simulator.config import stop_cost_keywords
+from frenzy_env.versions import ENV_VERSION
 
 th.set_num_threads(1)
 
@@ -137,3 +138,26 @@ def test_profile_training_script_accounts_for_the_loop():
     for part in ("network forward (update)", "backward passes"):
         assert 0 < shares[part][0] <= shares["updates"][0], out
     assert "decisions/s" in out
+
+
+@pytest.mark.slow
+def test_standard_learner_script_writes_its_curve(tmp_path):
+    """scripts/standard_learner.py: stock MaskablePPO with ActionMasker on a registered id, a curve row per
+    evaluation against FIFO on the same seeds, the model, a plot and a summary."""
+    import csv
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    subprocess.run([sys.executable, "scripts/standard_learner.py", "--minutes", "0.05", "--eval-every-min", "0.02",
+                    "--eval-seeds", "1", "--n-envs", "2", "--n-steps", "64", "--out", str(tmp_path)],
+                   cwd=root, capture_output=True, text=True, timeout=600, check=True)
+    rows = list(csv.DictReader((tmp_path / "curve.csv").read_text().splitlines()))
+    assert len(rows) >= 2 and int(rows[-1]["decisions"]) > int(rows[0]["decisions"])
+    assert len({r["fifo_avg_jct_h"] for r in rows}) == 1  # FIFO played once, the same seeds every time
+    for r in rows:
+        assert abs(float(r["ratio_to_fifo"]) - float(r["ppo_avg_jct_h"]) / float(r["fifo_avg_jct_h"])) < 1e-3
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["env_id"] == f"frenzy/HeteroClusterSmall-{ENV_VERSION}"
+    assert (tmp_path / "model.zip").is_file() and (tmp_path / "curve.png").is_file()
