@@ -1,7 +1,7 @@
 """How much do the costs of stopping and starting a job matter? Average JCT and restarts per episode of scripted
 policies at 1x and 5x the start-up and restart costs, under a chosen stop mode.
 
-Each run is one episode of one policy on the default world (``frenzy/HeteroCluster-v5``'s cluster, the
+Each run is one episode of one policy on the default world (``frenzy/HeteroCluster-v6``'s cluster, the
 ``itp-default`` week, optionally cut to its first ``--max-jobs`` jobs) with ``SimConfig.stop_mode`` and
 ``checkpoint_interval`` as given (default: "save_first" with the recommended 1800 s interval) and the start-up and
 restart costs times k: ``startup_time`` and ``restart_overhead`` times k, ``load_bandwidth`` and
@@ -12,6 +12,10 @@ stopped; the table is printed from every row in the file that matches the argume
 
     python scripts/stop_cost_sensitivity.py --seeds 0,1 --costs 1,5
     python scripts/stop_cost_sensitivity.py --modes save_first,kill --max-jobs 200 --out /tmp/stops.jsonl
+    python scripts/stop_cost_sensitivity.py --policies ppo,srpt_est --seeds 0,1,2 --costs 1,5
+
+A policy is a baseline's name, ``ppo`` (the learned agent's shipped model for the env) or ``ppo=PATH`` (a model
+file).
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ def run_one(policy: str, seed: int, k: float, mode: str, interval: float | None,
     env = FrenzyEnv(cluster="frenzy-testbed", workload=gen, stop_mode=mode, checkpoint_interval=interval,
                     **stop_cost_keywords(k))
     t0 = time.perf_counter()
-    result = run_episode(env, make_policy(policy, env), seed=seed, max_steps=max_steps)
+    result = run_episode(env, _policy(policy, env), seed=seed, max_steps=max_steps)
     m = result.metrics
     return {
         "policy": policy, "seed": seed, "cost": k, "mode": mode, "interval": interval, "max_jobs": max_jobs,
@@ -50,6 +54,15 @@ def run_one(policy: str, seed: int, k: float, mode: str, interval: float | None,
         "rolled_back_gpu_hours": m.get("rolled_back_gpu_hours", 0.0), "cut": bool(m.get("truncated", 0.0)),
         "wall_s": time.perf_counter() - t0,
     }
+
+
+def _policy(name: str, env: FrenzyEnv) -> object:
+    """A baseline by name, or the learned agent: ``ppo`` (the shipped model for the env) or ``ppo=PATH``."""
+    if name == "ppo" or name.startswith("ppo="):
+        from agents.ppo import load_policy
+
+        return load_policy(env, name.partition("=")[2] or None)
+    return make_policy(name, env)
 
 
 def key(row: dict) -> tuple:
