@@ -17,7 +17,7 @@ them, and saved models refer to the policy as ``agents.ppo.SlotPlanPolicy``:
   the planner teacher is :class:`baselines.sia.SiaTeacher`);
 - :mod:`agents.ppo.guide`: plan guides, a planner's next step as an input of the policy (``ppo.guide``);
 - :mod:`agents.ppo.training`: :func:`train` (resumable);
-- :mod:`agents.ppo.loading`: :func:`load_policy` and the shipped :data:`DEFAULT_MODEL_PATH`.
+- :mod:`agents.ppo.loading`: :func:`load_policy` and the shipped models (:func:`shipped_model_path`).
 
 Training mixes synthetic workloads with windows of ITP clusters 03, 06, 08; validation uses synthetic seeds
 500-999 and clusters 04, 07; test uses seeds >= 1000 and clusters 01, 09, 02 (docs/evaluation.md).
@@ -40,10 +40,13 @@ from agents.ppo.loading import (
     DEFAULT_CONFIG_PATH,
     DEFAULT_MODEL_PATH,
     MODELS_DIR,
+    UNIVERSAL_CONFIG_PATH,
+    UNIVERSAL_MODEL_PATH,
     PPOPolicy,
     check_model_path,
     load_policy,
     make_ppo_policy,
+    shipped_model_path,
 )
 from agents.ppo.network import SlotPlanHead, SlotPlanPolicy, SlotSetExtractor, policy_kwargs_for
 from agents.ppo.reference_reward import (
@@ -60,11 +63,12 @@ from agents.ppo.warmstart import GrowTeacher, SrptTeacher, behaviour_clone, coll
 from agents.ppo.workloads import MixtureGenerator, make_env, test_workloads, training_generator, validation_workloads
 
 __all__ = [
-    "DEFAULT_CONFIG_PATH", "DEFAULT_MODEL_PATH", "MODELS_DIR", "TEST_SEED_START", "TEST_TRACES", "TRAIN_SEEDS",
+    "DEFAULT_CONFIG_PATH", "DEFAULT_MODEL_PATH", "MODELS_DIR", "UNIVERSAL_CONFIG_PATH", "UNIVERSAL_MODEL_PATH",
+    "TEST_SEED_START", "TEST_TRACES", "TRAIN_SEEDS",
     "TRAIN_TRACES", "VALIDATION_SEEDS", "VALIDATION_TRACES", "GrowTeacher", "MixtureGenerator", "PPOConfig",
     "PPOPolicy", "ReferenceCache", "ReferenceCurve", "ReferenceReward", "RewardShaper", "SlotPlanHead",
     "SlotPlanPolicy", "SlotSetExtractor", "SrptTeacher", "TraceWindows", "TrainConfig", "VecRollout", "action_types",
     "behaviour_clone", "check_model_path", "collect_teacher", "differenced_reward", "factored_log_probs", "gae",
-    "load_policy", "make_env", "make_ppo_policy", "policy_kwargs_for", "run_reference", "step_discounts",
-    "test_workloads", "train", "training_generator", "validation_workloads",
+    "load_policy", "make_env", "make_ppo_policy", "policy_kwargs_for", "run_reference", "shipped_model_path",
+    "step_discounts", "test_workloads", "train", "training_generator", "validation_workloads",
 ]

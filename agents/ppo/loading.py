@@ -28,10 +28,25 @@ from frenzy_env.errors import ConfigError
 from frenzy_env.observation import OBS_VERSION, UNIVERSAL_OBS_VERSION
 
 MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
-#: The action-level MaskablePPO model shipped with the package, the ``ppo`` agent (frenzy-testbed's spaces).
+#: The action-level MaskablePPO model of env v5's world, the ``ppo`` agent on an env of the cluster layout
+#: (``interface="cluster"``: the ``-v5`` ids, ``frenzy evaluate --world v5``); frenzy-testbed's spaces only.
 DEFAULT_MODEL_PATH = MODELS_DIR / "ppo_frenzy_testbed.zip"
 #: The full training configuration of :data:`DEFAULT_MODEL_PATH`.
 DEFAULT_CONFIG_PATH = MODELS_DIR / "ppo_frenzy_testbed.json"
+#: The universal model, the ``ppo`` agent on an env of the universal layout (env v6's default): one network for
+#: every cluster of at most 4 GPU types.
+UNIVERSAL_MODEL_PATH = MODELS_DIR / "ppo_universal.zip"
+#: The full training configuration of :data:`UNIVERSAL_MODEL_PATH`.
+UNIVERSAL_CONFIG_PATH = MODELS_DIR / "ppo_universal.json"
+
+
+def shipped_model_path(env: Any = None, interface: str | None = None) -> Path:
+    """The shipped ``ppo`` model for ``env`` (or for an env of ``interface``): :data:`DEFAULT_MODEL_PATH` under
+    the cluster layout (``interface="cluster"``, env v5's world), else :data:`UNIVERSAL_MODEL_PATH` (the
+    universal layout, env v6's default; also when neither is given)."""
+    if env is not None:
+        interface = getattr(env.unwrapped.sim_config, "interface", "universal")
+    return DEFAULT_MODEL_PATH if interface == "cluster" else UNIVERSAL_MODEL_PATH
 
 
 def check_model_path(path: str | os.PathLike) -> Path:
@@ -210,9 +225,9 @@ def _unreadable(path: Path, exc: Exception) -> str:
 def load_policy(
     env: Any = None, path: str | os.PathLike | None = None, sample: bool = True, seed: int = 0
 ) -> Any:
-    """Load a trained action-level MaskablePPO model, the ``ppo`` agent (default: the shipped
-    :data:`DEFAULT_MODEL_PATH`), for ``env``. A knob model, a research model, is refused with an error that
-    says so (:data:`agents.model_record.KNOB_REFUSED`).
+    """Load a trained action-level MaskablePPO model, the ``ppo`` agent (default: the shipped model for ``env``,
+    :func:`shipped_model_path`: the universal one, or env v5's under the cluster layout), for ``env``. A knob
+    model, a research model, is refused with an error that says so (:data:`agents.model_record.KNOB_REFUSED`).
 
     Security: the file is unpickled (stable-baselines3 stores objects with cloudpickle), which can run
     arbitrary code: load only files you trust. ``path`` must be an existing regular file (a directory, a
@@ -224,7 +239,7 @@ def load_policy(
     Sets ``torch.set_num_threads(1)``: the policy sees one observation at a time, where more threads are
     slower.
     """
-    p = check_model_path(DEFAULT_MODEL_PATH if path is None else path)
+    p = check_model_path(shipped_model_path(env) if path is None else path)
     th.set_num_threads(1)  # one observation per call: extra threads only add synchronisation
     if agent_of(p) == "knob":
         raise ConfigError(f"model {str(p)!r} is a knob model, not an action-level ppo model: {KNOB_REFUSED}")
@@ -252,9 +267,9 @@ def _layout_hint(path: Path, model: Any, env: Any) -> str:
         return ""
     if path.resolve() == DEFAULT_MODEL_PATH.resolve():
         return (
-            ": this env has the universal layout (interface='universal', env v6's default) and the shipped ppo model "
+            ": this env has the universal layout (interface='universal', env v6's default) and this shipped ppo model "
             'plays env v5: gym.make("frenzy/HeteroCluster-v5"), FrenzyEnv(**frenzy_env.registration.V5_WORLD) or '
-            "frenzy evaluate --world v5"
+            "frenzy evaluate --world v5 (load_policy(env) without a path loads the universal model, which plays here)"
         )
     return (
         ": the model reads the cluster layout (interface='cluster', env v5's) and this env has the universal one "

@@ -77,6 +77,13 @@ def env_option(text: str) -> tuple[str, object]:
     return key, keyword_value(value.strip())
 
 
+def env_interface(args: Any) -> str:
+    """The observation layout of the run's envs (``--env interface=...`` or ``--world``'s, else the default)."""
+    from frenzy_env.simulator import SimConfig
+
+    return str(env_keywords(args).get("interface", SimConfig().interface))
+
+
 def env_keywords(args: argparse.Namespace) -> dict[str, object]:
     """The keywords of ``--world`` (the world of an earlier env version, :data:`frenzy_env.registration.WORLDS`),
     then the ``--env`` keywords over them, as a dict (a key given twice: the last value)."""

@@ -14,6 +14,7 @@ from typing import Any
 from frenzy_env.cli.common import (
     CommandFailed,
     csv_list,
+    env_interface,
     env_keywords,
     env_option,
     non_negative_int,
@@ -27,19 +28,19 @@ from frenzy_env.paths import atomic_write_csv, atomic_write_text
 from frenzy_env.versions import ENV_VERSION
 
 DEFAULT_POLICIES = ("frenzy", "asrpt", "doubling", "srpt_est", "fifo", "sjf")
-#: the env version whose world the shipped ``ppo`` model plays (its spaces are that version's layout):
-#: ``frenzy evaluate --world v5`` adds it to the default policies
-PPO_WORLD = "v5"
+#: the worlds a shipped ``ppo`` model plays (``--world``; None: this version's, the universal model's; "v5": env
+#: v5's, frenzy-testbed's cluster-layout model): there the default policies include it
+PPO_WORLDS = (None, "v5")
 
 
 def default_policies(world: str | None = None) -> list[str]:
-    """The papers' baselines, srpt_est, fifo and the sjf oracle: all of them fast; with ``world`` the version whose
-    world the shipped ``ppo`` model (the action-level MaskablePPO agent, milliseconds per decision) plays
-    (:data:`PPO_WORLD`), ``ppo`` too. The integer-program policies ``sia`` and ``sia_srpt`` (minutes per episode on
+    """The papers' baselines, srpt_est, fifo and the sjf oracle: all of them fast; in a world a shipped ``ppo``
+    model plays (:data:`PPO_WORLDS`: this version's and v5's), ``ppo`` too (the action-level MaskablePPO agent,
+    milliseconds per decision). The integer-program policies ``sia`` and ``sia_srpt`` (minutes per episode on
     the default workload: a MILP every 60 s; ``sia_srpt:move_margin=0.2`` is the named planner baseline), the
     ``fifo_strict`` and ``sjf_greedy`` variants, masked ``random`` and ``rllib`` (an RLlib checkpoint, with
     ``--rllib-checkpoint``) run when asked for with ``--policies``."""
-    return [*DEFAULT_POLICIES, *(("ppo",) if world == PPO_WORLD else ())]
+    return [*DEFAULT_POLICIES, *(("ppo",) if world in PPO_WORLDS else ())]
 
 
 def _world_names() -> list[str]:
@@ -65,7 +66,7 @@ def add_parser(sub: Any) -> None:
         "--policies", type=csv_list, default=None,
         help="comma list of {frenzy,asrpt,doubling,sia,sia_srpt,srpt_est,fifo,fifo_strict,sjf,sjf_greedy,spwf,fifo_he,"
         f"sjf_he,random,ppo,rllib}}, names of --model NAME=PATH, and MODULE:ATTR "
-        f"(default: {','.join(DEFAULT_POLICIES)}, and ppo with --world {PPO_WORLD}); a baseline takes keywords as "
+        f"(default: {','.join(DEFAULT_POLICIES)},ppo; without ppo under --world v4); a baseline takes keywords as "
         "NAME:key=value (the planner baseline: sia_srpt:move_margin=0.2); "
         "ppo (the action-level MaskablePPO agent) plays its shipped model or the one given as --model PATH, rllib "
         "(a policy trained with frenzy train --backend rllib) needs --rllib-checkpoint. MODULE:ATTR is your own "
@@ -124,8 +125,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--world", choices=_world_names(), default=None,
         help=f"play in the world of an earlier env version (its keywords under --env's; default: this version's, "
-        f"{ENV_VERSION}): the shipped ppo model plays the {PPO_WORLD} world, and --world {PPO_WORLD} adds "
-        "it to the default policies",
+        f"{ENV_VERSION}): ppo plays this version's world with its universal model and v5's with "
+        "frenzy-testbed's env-v5 model",
     )
     p.add_argument(
         "--preemption", action="store_true",
@@ -298,7 +299,8 @@ def run(args: argparse.Namespace) -> int:
     _check_without_suite(args)
     cluster = ClusterSpec.preset(args.cluster)
     specs = policy_specs.resolve(
-        args.policies or default_policies(args.world), args.model, args.rllib_checkpoint, greedy=args.greedy
+        args.policies or default_policies(args.world), args.model, args.rllib_checkpoint, greedy=args.greedy,
+        interface=env_interface(args),
     )
     workloads, factory, trace = _workload_factory(args, cluster)
 

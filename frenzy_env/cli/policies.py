@@ -53,7 +53,8 @@ def model_arg(text: str) -> tuple[str | None, Path]:
 
 
 def resolve(
-    names: list[str], models: list[tuple[str | None, Path]], rllib_checkpoint: Path | None, greedy: bool = False
+    names: list[str], models: list[tuple[str | None, Path]], rllib_checkpoint: Path | None, greedy: bool = False,
+    interface: str = "universal",
 ) -> list[PolicySpec]:
     """The policies to run, in the order of ``names`` (``--policies``), then the named models it leaves out.
 
@@ -63,7 +64,8 @@ def resolve(
     clashing model names and misplaced flags, and for ``knob`` (a research agent, :data:`RESERVED_POLICIES`) or a
     model file that records it, saying so (:data:`agents.model_record.KNOB_REFUSED`); no model is loaded yet
     (see :func:`check`). The learned agent samples its actions as in training (:class:`agents.ppo.PPOPolicy`),
-    or takes the most likely one with ``greedy``.
+    or takes the most likely one with ``greedy``; ``ppo`` without a model plays the shipped one for envs of
+    ``interface`` (the envs' layout).
     """
     from agents.model_record import KNOB_REFUSED, agent_of
     from baselines import POLICIES
@@ -117,7 +119,7 @@ def resolve(
         elif name in named:
             specs.append(PolicySpec(name, "model", str(named[name]), _model_factory(named[name], greedy)))
         elif name == "ppo":
-            path = plain.get(name) or _default_model()
+            path = plain.get(name) or _default_model(interface)
             specs.append(PolicySpec(name, "model", str(path), _model_factory(path, greedy)))
         elif name == "rllib":
             specs.append(PolicySpec(name, "model", str(rllib_checkpoint), _rllib_factory(rllib_checkpoint)))
@@ -165,12 +167,12 @@ def module_of(spec: PolicySpec) -> Any:
     return sys.modules[spec.source.partition(":")[0]]
 
 
-def _default_model() -> Path:
-    """The shipped model of ``ppo``, the action-level MaskablePPO model (``agents.ppo.DEFAULT_MODEL_PATH``;
-    frenzy-testbed's spaces)."""
-    from agents.ppo.loading import DEFAULT_MODEL_PATH
+def _default_model(interface: str) -> Path:
+    """The shipped model of ``ppo`` for envs of ``interface`` (``agents.ppo.shipped_model_path``: the universal
+    model, or env v5's frenzy-testbed model under the cluster layout)."""
+    from agents.ppo.loading import shipped_model_path
 
-    return DEFAULT_MODEL_PATH
+    return shipped_model_path(interface=interface)
 
 
 def keyword_value(text: str) -> object:

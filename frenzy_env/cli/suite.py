@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from frenzy_env.cli.common import CommandFailed, env_keywords
+from frenzy_env.cli.common import CommandFailed, env_interface, env_keywords
 from frenzy_env.cli.results_folder import EVALUATE_FILES, close_results_folder, open_results_folder
 from frenzy_env.errors import FrenzyError
 from frenzy_env.paths import atomic_write_csv, atomic_write_text
@@ -64,7 +64,8 @@ def run_suite(args: argparse.Namespace, policy_names: list[str]) -> int:
     suite = get_suite(args.suite)
     items = suite_workloads(suite)  # a trace not downloaded: one line naming `frenzy data fetch ...`
     cluster = ClusterSpec.preset(suite.cluster)
-    specs = policy_specs.resolve(policy_names, args.model, args.rllib_checkpoint, greedy=args.greedy)
+    specs = policy_specs.resolve(policy_names, args.model, args.rllib_checkpoint, greedy=args.greedy,
+                                 interface=env_interface(args))
     names = [spec.name for spec in specs]
     reference = args.reference or DEFAULT_REFERENCE
     if reference not in names:

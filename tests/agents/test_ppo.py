@@ -131,10 +131,10 @@ def test_load_refuses_a_mismatched_env(tmp_path):
     of the user's) on the universal layout (env v6's default), naming the fix."""
     env = FrenzyEnv(workload="synthetic-small", queue_slots=8)
     with pytest.raises(ConfigError, match="queue_slots=8"):
-        load_policy(env)
+        load_policy(env)  # the universal model: 64 queue slots
     universal = FrenzyEnv(workload="synthetic-small")
-    with pytest.raises(ConfigError, match=r"the shipped ppo model plays env v5: .*frenzy evaluate --world v5"):
-        load_policy(universal)
+    with pytest.raises(ConfigError, match=r"this shipped ppo model plays env v5: .*frenzy evaluate --world v5"):
+        load_policy(universal, DEFAULT_MODEL_PATH)
     (tmp_path / "mine.zip").write_bytes(DEFAULT_MODEL_PATH.read_bytes())
     with pytest.raises(ConfigError, match=r"the model reads the cluster layout .*interface='cluster'"):
         load_policy(universal, tmp_path / "mine.zip")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
@@ -26,6 +27,7 @@ from frenzy_env.env import FrenzyEnv
 from frenzy_env.errors import ConfigError
 from frenzy_env.evaluation.episodes import run_episode
 from frenzy_env.observation import UNIVERSAL_OBS_VERSION
+from frenzy_env.versions import ENV_VERSION
 
 th.set_num_threads(1)
 
@@ -183,3 +185,38 @@ def test_train_config_interface():
     with pytest.raises(ConfigError, match="interface"):
         TrainConfig(interface="grid")
     assert TrainConfig.from_dict({"cluster": "pai-2020"}).interface == "cluster"  # records older than the field
+
+
+CURRENT_IDS = sorted(k for k in gym.registry if k.startswith("frenzy/") and k.endswith(f"-{ENV_VERSION}"))
+
+
+def test_shipped_model_is_picked_by_the_envs_layout():
+    from agents.ppo import DEFAULT_MODEL_PATH, UNIVERSAL_MODEL_PATH, shipped_model_path
+
+    assert shipped_model_path() == UNIVERSAL_MODEL_PATH == shipped_model_path(interface="universal")
+    assert shipped_model_path(interface="cluster") == DEFAULT_MODEL_PATH
+    assert shipped_model_path(gym.make(f"frenzy/HeteroClusterSmall-{ENV_VERSION}")) == UNIVERSAL_MODEL_PATH
+    assert shipped_model_path(gym.make("frenzy/HeteroClusterSmall-v5")) == DEFAULT_MODEL_PATH
+    record = json.loads(UNIVERSAL_MODEL_PATH.with_suffix(".json").read_text())
+    assert record["agent"] == "ppo" and record["env_version"] == ENV_VERSION
+    assert record["universal_obs_version"] == UNIVERSAL_OBS_VERSION
+    assert UNIVERSAL_MODEL_PATH.stat().st_size < 5_000_000
+
+
+@pytest.mark.parametrize("env_id", CURRENT_IDS)
+def test_shipped_universal_model_plays_every_registered_id(env_id):
+    """One model file for every id of this version (every cluster preset): ``load_policy(env)`` picks it, and its
+    sampled actions are legal for 300 decisions of the id's own workload."""
+    from agents.ppo import UNIVERSAL_MODEL_PATH
+
+    env = gym.make(env_id)
+    policy = load_policy(env)
+    assert policy.path == UNIVERSAL_MODEL_PATH
+    obs, _ = env.reset(seed=1000)
+    policy.reset()
+    for _ in range(300):
+        action, _ = policy.predict(obs, action_masks=obs["action_mask"].astype(bool))
+        assert obs["action_mask"][int(action)], env_id
+        obs, _, term, trunc, _ = env.step(int(action))
+        if term or trunc:
+            break

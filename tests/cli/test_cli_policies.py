@@ -225,14 +225,17 @@ def test_a_registered_policy_runs_by_name(monkeypatch, capsys):
 
 
 def test_ppo_models_sample_unless_greedy_is_asked_for():
-    """(On the v5 world, which the shipped model plays.)"""
+    """(On the v5 world: its cluster layout makes ``ppo`` the env-v5 shipped model; the universal one otherwise.)"""
+    from agents.ppo import UNIVERSAL_MODEL_PATH
     from frenzy_env.env import FrenzyEnv
 
     env = FrenzyEnv(workload="synthetic-small", **V5_WORLD)
-    sampled = resolve(["ppo"], [("b", DEFAULT_MODEL_PATH)], None)
-    greedy = resolve(["ppo"], [("b", DEFAULT_MODEL_PATH)], None, greedy=True)
+    sampled = resolve(["ppo"], [("b", DEFAULT_MODEL_PATH)], None, interface="cluster")
+    greedy = resolve(["ppo"], [("b", DEFAULT_MODEL_PATH)], None, greedy=True, interface="cluster")
+    assert [s.source for s in sampled] == [str(DEFAULT_MODEL_PATH)] * 2
     assert [s.factory(env).sample for s in sampled] == [True, True]
     assert [s.factory(env).sample for s in greedy] == [False, False]
+    assert resolve(["ppo"], [], None)[0].source == str(UNIVERSAL_MODEL_PATH)
 
 
 def _knob_record(tmp_path: Path) -> Path:
@@ -248,18 +251,24 @@ def _knob_record(tmp_path: Path) -> Path:
 def test_ppo_is_the_one_learned_agent_and_knob_is_refused_as_a_research_model(tmp_path, capsys):
     """``--policies ppo`` plays the shipped action-level model; ``--policies knob`` (the knob agent, a research
     model) is a clear error naming research/knob, before any episode, and so is a model file recorded as
-    a knob model, given as --model PATH or NAME=PATH, or loaded as ppo; the name is reserved. The shipped model
-    plays the v5 world (``V5_WORLD``); on the v6 world (universal layout) loading it is a clear error naming that."""
+    a knob model, given as --model PATH or NAME=PATH, or loaded as ppo; the name is reserved. ``ppo`` is the
+    universal model on the universal layout (env v6's) and the env-v5 model on the cluster layout (``V5_WORLD``),
+    which on the v6 world is a clear error naming that."""
     from agents.model_record import AGENTS, agent_of
     from agents.ppo import PPOPolicy, load_policy
     from frenzy_env.cli.policies import MODEL_POLICIES, RESERVED_POLICIES
     from frenzy_env.env import FrenzyEnv
 
     assert AGENTS == ("ppo",) and "knob" not in MODEL_POLICIES and "knob" in RESERVED_POLICIES
+    from agents.ppo import UNIVERSAL_MODEL_PATH
+
+    (universal,) = resolve(["ppo"], [], None)
+    assert universal.source == str(UNIVERSAL_MODEL_PATH)
+    assert isinstance(universal.factory(FrenzyEnv(workload="synthetic-small")), PPOPolicy)
     env = FrenzyEnv(workload="synthetic-small", **V5_WORLD)
-    (ppo,) = resolve(["ppo"], [], None)
+    (ppo,) = resolve(["ppo"], [], None, interface="cluster")
     assert ppo.source == str(DEFAULT_MODEL_PATH) and isinstance(ppo.factory(env), PPOPolicy)
-    on_v5 = r"the shipped ppo model plays env v5: gym\.make\(\"frenzy/HeteroCluster-v5\"\)"
+    on_v5 = r"this shipped ppo model plays env v5: gym\.make\(\"frenzy/HeteroCluster-v5\"\)"
     with pytest.raises(ConfigError, match=on_v5):
         ppo.factory(FrenzyEnv(workload="synthetic-small"))
     refused = r"--policies knob: the knob agent is a research model \(research/knob\), which the product does not load"
